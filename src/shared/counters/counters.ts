@@ -1,0 +1,64 @@
+import type { BudgetPeriod } from '../store/store.js';
+
+// Admission counters: revocation, rate limits (rpm, tpm, concurrency) and budget reservations.
+// In memory for the embedded default, in Redis (one atomic Lua call per admission) when scaled
+// out, so limits hold across every ingress instance. Both pass test/counters-conformance.test.ts.
+
+export interface KeyLimits {
+  rpm: number | null;
+  tpm: number | null;
+  maxConcurrent: number | null;
+  /** Budget per period in nano-USD; null for none. */
+  budgetNanos: number | null;
+  budgetPeriod: BudgetPeriod;
+}
+
+export interface AdmissionInput {
+  keyId: string;
+  requestId: string;
+  limits: KeyLimits;
+  /** Tokens this request may use (prompt plus output ceiling, times n), for the tpm window. */
+  tokens: number;
+  /** Upper bound of the request's cost in nano-USD, reserved against the budget. */
+  reserveNanos: number;
+  /** Milliseconds since the epoch; tests pass their own clock. */
+  now: number;
+}
+
+/** What the OpenAI-style x-ratelimit-* headers report. Fields are null where no limit is set. */
+export interface RateLimitState {
+  limitRequests: number | null;
+  remainingRequests: number | null;
+  resetRequestsSeconds: number | null;
+  limitTokens: number | null;
+  remainingTokens: number | null;
+  resetTokensSeconds: number | null;
+}
+
+export type Admission =
+  | { ok: true; reservationId: string; rateLimit: RateLimitState }
+  | { ok: false; reason: 'revoked' | 'rate_limited' | 'budget_exceeded' | 'concurrency'; retryAfterSeconds?: number; rateLimit: RateLimitState };
+
+export interface Settlement {
+  keyId: string;
+  reservationId: string;
+  /** What the request really cost, in nano-USD; spend grows by this and the reservation is released. */
+  costNanos: number;
+  /** Tokens really used, to correct the tpm window's estimate. */
+  tokens: number;
+  budgetPeriod: BudgetPeriod;
+  now: number;
+}
+
+/** Where counters read a key's spend for the current period when they have none yet (the ledger). */
+export type SpendSource = (keyId: string, periodStart: string) => Promise<number>;
+
+export interface Counters {
+  admit(input: AdmissionInput): Promise<Admission>;
+  settle(settlement: Settlement): Promise<void>;
+  /** Marks a key revoked everywhere at once. */
+  revoke(keyId: string): Promise<void>;
+  /** Forgets cached spend and windows for a key (after its budget or limits change). */
+  reset(keyId: string): Promise<void>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,58 @@
+import type { ChatRequest } from './chat-request-schema.js';
+import type { ErrorDescription } from './errors.js';
+import type { CompletionChoice, FinishReason, ToolCallDelta } from './providers/provider-adapter.js';
+import type { Usage } from './usage.js';
+
+/** Everything a worker needs to run one completion; small, since it crosses Redis when scaled out. */
+export interface CompletionJob {
+  id: string;
+  /** The ingress process holding the client; its channel carries this job's events. */
+  replyTo: string;
+  keyId: string;
+  /** Model IDs to try in order: the requested model, then its fallbacks. */
+  targets: string[];
+  request: ChatRequest;
+  stream: boolean;
+  /** A budget reservation to settle when the job ends, if admission made one. */
+  reservationId?: string;
+  reservedUsd?: number;
+  enqueuedAt: number;
+}
+
+export interface AttemptRecord {
+  model: string;
+  provider: string;
+  outcome: 'success' | 'rate_limit' | 'overloaded' | 'server_error' | 'timeout' | 'connection' | 'bad_request' | 'auth' | 'not_found' | 'cancelled' | 'not_configured' | 'error_after_first_token';
+  status?: number;
+  message?: string;
+  latencyMs: number;
+}
+
+export interface ChoiceDelta {
+  index: number;
+  content?: string;
+  toolCalls?: ToolCallDelta[];
+  refusal?: string;
+  logprobs?: unknown;
+  finishReason?: FinishReason;
+}
+
+/**
+ * Events a worker publishes for one job, in order. `seq` starts at 0 and grows by one per event so
+ * the ingress can tell a gap (lost event) from silence.
+ */
+export type JobEventBody =
+  /** The worker took the job (sent again if another worker picks it up after a crash). */
+  | { type: 'accepted'; worker: string }
+  /** Streams only: the first token arrived from `model`; from here on nothing falls back. */
+  | { type: 'started'; model: string }
+  | { type: 'deltas'; deltas: ChoiceDelta[] }
+  /** Streams: the end, with the usage of the model that answered. */
+  | { type: 'finished'; model: string; usage: Usage }
+  /** Non-streaming: the whole answer. */
+  | { type: 'completed'; model: string; choices: CompletionChoice[]; usage: Usage; systemFingerprint?: string }
+  /** Failure; `started` tells whether content already reached the client. */
+  | { type: 'failed'; error: ErrorDescription; started: boolean }
+  | { type: 'heartbeat' };
+
+export type JobEvent = JobEventBody & { jobId: string; seq: number };

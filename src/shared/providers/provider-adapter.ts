@@ -1,0 +1,92 @@
+import type { ChatRequest } from '../chat-request-schema.js';
+import type { ProviderConfig } from '../catalog/catalog-types.js';
+import type { Usage } from '../usage.js';
+
+// Adapters translate between the gateway's OpenAI-shaped request/response and one provider's wire
+// format. They never perform I/O: the worker's provider client sends what they build and feeds
+// them what comes back.
+
+export interface ProviderHttpRequest {
+  url: string;
+  method: 'POST';
+  headers: Record<string, string>;
+  body: string;
+}
+
+export interface AdapterContext {
+  provider: ProviderConfig;
+  upstreamModel: string;
+  stream: boolean;
+  /** The model's own output ceiling, for formats where max_tokens is required. */
+  maxOutputTokens?: number;
+}
+
+export type FinishReason = 'stop' | 'length' | 'tool_calls' | 'content_filter' | 'function_call' | 'error';
+
+export interface ToolCallDelta {
+  index: number;
+  id?: string;
+  type?: 'function';
+  function?: { name?: string; arguments?: string };
+}
+
+export interface CompletionChoice {
+  index: number;
+  message: {
+    role: 'assistant';
+    content: string | null;
+    tool_calls?: Array<{ id: string; type: 'function'; function: { name: string; arguments: string } }>;
+    refusal?: string | null;
+  };
+  finish_reason: FinishReason | null;
+  logprobs?: unknown;
+}
+
+export interface NormalizedCompletion {
+  choices: CompletionChoice[];
+  /** Absent when the provider did not report usage; the worker then estimates it. */
+  usage?: Usage;
+  systemFingerprint?: string;
+}
+
+/** One piece of a translated stream. `delta` parts with content or tool calls are "tokens". */
+export type StreamPart =
+  | { type: 'delta'; index: number; content?: string; toolCalls?: ToolCallDelta[]; refusal?: string; logprobs?: unknown }
+  | { type: 'finish'; index: number; finishReason: FinishReason }
+  | { type: 'usage'; usage: Usage }
+  | { type: 'error'; failure: UpstreamFailure }
+  | { type: 'end' };
+
+export interface SseEvent {
+  event?: string;
+  data: string;
+}
+
+export interface StreamTranslator {
+  /** Translates one decoded server-sent event into zero or more stream parts. */
+  push(event: SseEvent): StreamPart[];
+}
+
+/**
+ * What went wrong upstream, classified so the fallback chain can decide: rate_limit, overloaded,
+ * server_error, timeout and connection move on to the next target; the others do not.
+ */
+export type FailureKind = 'rate_limit' | 'overloaded' | 'server_error' | 'timeout' | 'connection' | 'bad_request' | 'auth' | 'not_found' | 'cancelled';
+
+export interface UpstreamFailure {
+  kind: FailureKind;
+  status?: number;
+  message: string;
+  retryAfterSeconds?: number;
+}
+
+export const fallbackableKinds: ReadonlySet<FailureKind> = new Set(['rate_limit', 'overloaded', 'server_error', 'timeout', 'connection']);
+
+export interface ProviderAdapter {
+  /** Whether one upstream call can produce `n` > 1 choices. */
+  readonly supportsMultipleChoices: boolean;
+  buildRequest(request: ChatRequest, context: AdapterContext): ProviderHttpRequest;
+  parseResponse(body: string, context: AdapterContext): NormalizedCompletion;
+  createStreamTranslator(context: AdapterContext): StreamTranslator;
+  parseError(status: number, headers: Record<string, string>, body: string): UpstreamFailure;
+}

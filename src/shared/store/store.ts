@@ -1,0 +1,90 @@
+import type { AttemptRecord } from '../job.js';
+
+export type BudgetPeriod = 'none' | 'daily' | 'weekly' | 'monthly';
+
+export interface KeyRecord {
+  id: string;
+  name: string;
+  publicId: string;
+  secretHash: string;
+  keyHint: string;
+  budgetUsd: number | null;
+  budgetPeriod: BudgetPeriod;
+  rpm: number | null;
+  tpm: number | null;
+  maxConcurrent: number | null;
+  /** All-time spend, kept in step with the ledger (same transaction). */
+  spentUsd: number;
+  createdAt: string;
+  revokedAt: string | null;
+  lastUsedAt: string | null;
+}
+
+export interface NewKey {
+  id: string;
+  name: string;
+  publicId: string;
+  secretHash: string;
+  keyHint: string;
+  budgetUsd?: number | null;
+  budgetPeriod?: BudgetPeriod;
+  rpm?: number | null;
+  tpm?: number | null;
+  maxConcurrent?: number | null;
+  createdAt: string;
+}
+
+export type KeyPatch = Partial<Pick<KeyRecord, 'name' | 'budgetUsd' | 'budgetPeriod' | 'rpm' | 'tpm' | 'maxConcurrent'>>;
+
+export interface LedgerEntry {
+  id: string;
+  keyId: string;
+  requestedModel: string;
+  servedModel: string | null;
+  attempts: AttemptRecord[];
+  promptTokens: number;
+  completionTokens: number;
+  /** Cost in nano-USD (1e-9), an integer so sums are exact. */
+  costNanos: number;
+  status: number;
+  latencyMs: number;
+  estimated: boolean;
+  stream: boolean;
+  createdAt: string;
+}
+
+export interface UsageFilter {
+  keyId?: string;
+  model?: string;
+  since?: string;
+  until?: string;
+  groupBy?: 'key' | 'model' | 'day';
+}
+
+export interface UsageRow {
+  key_id?: string;
+  model?: string;
+  day?: string;
+  requests: number;
+  prompt_tokens: number;
+  completion_tokens: number;
+  cost_usd: number;
+}
+
+export interface Store {
+  /** Creates tables and indexes; safe when several processes start at once. */
+  migrate(): Promise<void>;
+  createKey(key: NewKey): Promise<KeyRecord>;
+  getKey(id: string): Promise<KeyRecord | null>;
+  getKeyByPublicId(publicId: string): Promise<KeyRecord | null>;
+  listKeys(): Promise<KeyRecord[]>;
+  updateKey(id: string, patch: KeyPatch): Promise<KeyRecord | null>;
+  revokeKey(id: string, at: string): Promise<KeyRecord | null>;
+  /** Appends a ledger record and adds its cost to the key's spend, atomically. */
+  recordUsage(entry: LedgerEntry): Promise<void>;
+  /** Sum of ledger cost for a key since a time (inclusive), in nano-USD. */
+  spentNanosSince(keyId: string, since: string): Promise<number>;
+  queryUsage(filter: UsageFilter): Promise<UsageRow[]>;
+  listLedger(filter: UsageFilter & { limit?: number }): Promise<LedgerEntry[]>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,104 @@
+import { randomUUID } from 'node:crypto';
+import { GatewayError } from '../errors.js';
+import type { CompletionJob, JobEventBody } from '../job.js';
+import type { IngressTransport, JobControl, JobEventListener, JobHandler, WorkerTransport } from './transport.js';
+
+// The embedded default: ingress and workers in one process. Jobs wait in an array and events are
+// handed over as objects, with no serialisation, so this path adds next to nothing.
+
+interface RunningJob {
+  controller: AbortController;
+}
+
+export interface InProcessTransportOptions {
+  /** Jobs allowed to wait for a free worker slot before enqueue answers `overloaded`. */
+  maxQueued?: number;
+}
+
+export class InProcessTransport {
+  readonly ingressId = `ingress-${randomUUID()}`;
+  readonly workerId = `worker-${randomUUID()}`;
+  private listener?: JobEventListener;
+  private handler?: JobHandler;
+  private concurrency = 0;
+  private active = 0;
+  private closing = false;
+  private readonly waiting: CompletionJob[] = [];
+  private readonly running = new Map<string, RunningJob>();
+  private readonly cancelledBeforeStart = new Set<string>();
+  private readonly maxQueued: number;
+  private idleResolvers: Array<() => void> = [];
+
+  constructor(options: InProcessTransportOptions = {}) {
+    this.maxQueued = options.maxQueued ?? 10_000;
+  }
+
+  readonly ingress: IngressTransport = {
+    ingressId: this.ingressId,
+    start: async (listener) => {
+      this.listener = listener;
+    },
+    enqueue: async (job) => {
+      if (this.closing) throw new GatewayError('service_unavailable', 'The gateway is shutting down.');
+      if (this.waiting.length >= this.maxQueued) {
+        throw new GatewayError('overloaded', 'The gateway is saturated; try again shortly.', { retryAfterSeconds: 1 });
+      }
+      this.waiting.push(job);
+      this.pump();
+    },
+    cancel: (jobId) => {
+      const running = this.running.get(jobId);
+      if (running) running.controller.abort();
+      else if (this.waiting.some((job) => job.id === jobId)) this.cancelledBeforeStart.add(jobId);
+    },
+    close: async () => {},
+  };
+
+  readonly worker: WorkerTransport = {
+    workerId: this.workerId,
+    start: async (handler, options) => {
+      this.handler = handler;
+      this.concurrency = options.concurrency;
+      this.pump();
+    },
+    close: async (deadlineMs = 30_000) => {
+      this.closing = true;
+      if (this.active === 0) return;
+      await Promise.race([
+        new Promise<void>((resolve) => this.idleResolvers.push(resolve)),
+        new Promise<void>((resolve) => setTimeout(resolve, deadlineMs).unref()),
+      ]);
+    },
+  };
+
+  private pump(): void {
+    while (this.handler && this.active < this.concurrency && this.waiting.length > 0) {
+      const job = this.waiting.shift()!;
+      if (this.cancelledBeforeStart.delete(job.id)) continue;
+      this.run(job);
+    }
+  }
+
+  private run(job: CompletionJob): void {
+    const controller = new AbortController();
+    this.running.set(job.id, { controller });
+    this.active += 1;
+    let seq = 0;
+    const control: JobControl = {
+      signal: controller.signal,
+      publish: (body: JobEventBody) => {
+        this.listener?.({ ...body, jobId: job.id, seq: seq++ });
+      },
+      claimFirstToken: async () => true,
+      flush: async () => {},
+    };
+    this.handler!(job, control)
+      .catch(() => {})
+      .finally(() => {
+        this.running.delete(job.id);
+        this.active -= 1;
+        if (this.active === 0) for (const resolve of this.idleResolvers.splice(0)) resolve();
+        this.pump();
+      });
+  }
+}
