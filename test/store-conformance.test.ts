@@ -1,0 +1,342 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import type { LedgerEntry, NewKey, Store } from '../src/shared/store/store.js';
+import { openSqliteStore } from '../src/shared/store/sqlite-store.js';
+import { openPostgresStore } from '../src/shared/store/postgres-store.js';
+
+// One suite, run against every Store implementation, so the embedded and scaled-out stores
+// cannot drift apart. Each test gets its own empty database (file or schema).
+
+interface StoreTarget {
+  /** A new, empty database; every store `open` returns shares it. */
+  fresh(): { open: () => Promise<Store> };
+  /** Removes every database `fresh` made. */
+  dispose(): Promise<void>;
+}
+
+function sqliteTarget(): StoreTarget {
+  const root = mkdtempSync(join(tmpdir(), 'sb-store-'));
+  let n = 0;
+  return {
+    fresh() {
+      // A nested, missing folder: opening must create it.
+      const file = join(root, `db-${n++}`, 'nested', 'switchboard.db');
+      return { open: () => openSqliteStore(file) };
+    },
+    async dispose() {
+      rmSync(root, { recursive: true, force: true });
+    },
+  };
+}
+
+function postgresTarget(url: string): StoreTarget {
+  const schemas: string[] = [];
+  return {
+    fresh() {
+      const schema = `sb_test_${randomBytes(6).toString('hex')}`;
+      schemas.push(schema);
+      return { open: () => openPostgresStore(url, { schema }) };
+    },
+    async dispose() {
+      const client = new pg.Client({ connectionString: url });
+      await client.connect();
+      try {
+        for (const s of schemas) await client.query(`DROP SCHEMA IF EXISTS ${s} CASCADE`);
+      } finally {
+        await client.end();
+      }
+    },
+  };
+}
+
+let seq = 0;
+function newKey(over: Partial<NewKey> = {}): NewKey {
+  const n = ++seq;
+  return {
+    id: `key_${n}`,
+    name: `Key ${n}`,
+    publicId: `pub_${n}`,
+    secretHash: `hash_${n}`,
+    keyHint: `sk-...${n}`,
+    createdAt: '2026-11-22T03:00:00.000Z',
+    ...over,
+  };
+}
+
+function entry(over: Partial<LedgerEntry> & Pick<LedgerEntry, 'id' | 'keyId'>): LedgerEntry {
+  return {
+    requestedModel: 'gpt-4o',
+    servedModel: 'gpt-4o',
+    attempts: [{ model: 'gpt-4o', provider: 'openai', outcome: 'success', status: 200, latencyMs: 120 }],
+    promptTokens: 10,
+    completionTokens: 5,
+    costNanos: 1000,
+    status: 200,
+    latencyMs: 150,
+    estimated: false,
+    stream: false,
+    createdAt: '2026-11-22T03:00:00.000Z',
+    ...over,
+  };
+}
+
+function storeConformance(name: string, makeTarget: () => StoreTarget): void {
+  describe(name, () => {
+    const target = makeTarget();
+    const opened: Store[] = [];
+    const open = async (db = target.fresh()) => {
+      const store = await db.open();
+      opened.push(store);
+      return store;
+    };
+
+    afterEach(async () => {
+      await Promise.all(opened.splice(0).map((s) => s.close()));
+    });
+    afterAll(() => target.dispose());
+
+    it('creates and reads keys by id, public id and in a list', async () => {
+      const store = await open();
+      const a = await store.createKey(newKey({ budgetUsd: 12.5, budgetPeriod: 'monthly', rpm: 60, tpm: 1000, maxConcurrent: 3 }));
+      const b = await store.createKey(newKey({ createdAt: '2026-11-22T04:00:00.000Z' }));
+      expect(a).toMatchObject({ budgetUsd: 12.5, budgetPeriod: 'monthly', rpm: 60, tpm: 1000, maxConcurrent: 3 });
+      expect(a).toMatchObject({ spentUsd: 0, revokedAt: null, lastUsedAt: null, createdAt: '2026-11-22T03:00:00.000Z' });
+      expect(b).toMatchObject({ budgetUsd: null, budgetPeriod: 'none', rpm: null, tpm: null, maxConcurrent: null });
+      expect(await store.getKey(a.id)).toEqual(a);
+      expect(await store.getKeyByPublicId(b.publicId)).toEqual(b);
+      expect(await store.getKey('missing')).toBeNull();
+      expect(await store.getKeyByPublicId('missing')).toBeNull();
+      expect(await store.listKeys()).toEqual([a, b]);
+    });
+
+    it('rejects a duplicate public id', async () => {
+      const store = await open();
+      await store.createKey(newKey({ publicId: 'same' }));
+      await expect(store.createKey(newKey({ publicId: 'same' }))).rejects.toThrow();
+    });
+
+    it('stores times as ISO 8601 UTC whatever offset they arrive with', async () => {
+      const store = await open();
+      const key = await store.createKey(newKey({ createdAt: '2026-11-22T05:00:00+02:00' }));
+      expect(key.createdAt).toBe('2026-11-22T03:00:00.000Z');
+    });
+
+    it('updates only the fields in the patch, null clears', async () => {
+      const store = await open();
+      const key = await store.createKey(newKey({ budgetUsd: 5, rpm: 10, tpm: 100, maxConcurrent: 2 }));
+      const updated = await store.updateKey(key.id, { name: 'renamed', rpm: null, budgetPeriod: 'daily' });
+      expect(updated).toEqual({ ...key, name: 'renamed', rpm: null, budgetPeriod: 'daily' });
+      expect(await store.getKey(key.id)).toEqual(updated);
+      expect(await store.updateKey(key.id, {})).toEqual(updated);
+      expect(await store.updateKey(key.id, { budgetUsd: null, tpm: 7, maxConcurrent: null })).toMatchObject({
+        budgetUsd: null,
+        tpm: 7,
+        maxConcurrent: null,
+        name: 'renamed',
+      });
+      expect(await store.updateKey('missing', { name: 'x' })).toBeNull();
+    });
+
+    it('revokes, keeping the first revocation time', async () => {
+      const store = await open();
+      const key = await store.createKey(newKey());
+      const first = await store.revokeKey(key.id, '2026-11-23T00:00:00.000Z');
+      expect(first).toEqual({ ...key, revokedAt: '2026-11-23T00:00:00.000Z' });
+      const second = await store.revokeKey(key.id, '2026-11-24T00:00:00.000Z');
+      expect(second?.revokedAt).toBe('2026-11-23T00:00:00.000Z');
+      expect(await store.revokeKey('missing', '2026-11-24T00:00:00.000Z')).toBeNull();
+    });
+
+    it('records usage: ledger row, spend and last use together', async () => {
+      const store = await open();
+      const key = await store.createKey(newKey());
+      const e = entry({ id: 'req_1', keyId: key.id, costNanos: 2_500_000_000, estimated: true, stream: true, servedModel: 'fallback' });
+      await store.recordUsage(e);
+      expect(await store.getKey(key.id)).toMatchObject({ spentUsd: 2.5, lastUsedAt: e.createdAt });
+      expect(await store.listLedger({})).toEqual([e]);
+      // An older, late-arriving record adds spend but does not move last use backwards.
+      await store.recordUsage(entry({ id: 'req_0', keyId: key.id, costNanos: 1, createdAt: '2026-11-22T02:00:00.000Z' }));
+      expect(await store.getKey(key.id)).toMatchObject({ spentUsd: 2.500000001, lastUsedAt: e.createdAt });
+    });
+
+    it('does not charge a duplicate ledger id twice', async () => {
+      const store = await open();
+      const key = await store.createKey(newKey());
+      const e = entry({ id: 'req_dup', keyId: key.id, costNanos: 7_000 });
+      await store.recordUsage(e);
+      await store.recordUsage({ ...e, costNanos: 9_000 });
+      await Promise.all([store.recordUsage(e), store.recordUsage(e)]);
+      expect((await store.getKey(key.id))?.spentUsd).toBe(7_000 / 1e9);
+      expect(await store.listLedger({ keyId: key.id })).toEqual([e]);
+    });
+
+    it('keeps spend exact under concurrent records for one key', async () => {
+      const store = await open();
+      const key = await store.createKey(newKey());
+      await Promise.all(Array.from({ length: 40 }, (_, i) => store.recordUsage(entry({ id: `c_${i}`, keyId: key.id, costNanos: 333_333_337 }))));
+      expect(await store.spentNanosSince(key.id, '2000-01-01T00:00:00.000Z')).toBe(40 * 333_333_337);
+      expect((await store.getKey(key.id))?.spentUsd).toBe((40 * 333_333_337) / 1e9);
+    });
+
+    it('sums odd nano values exactly', async () => {
+      const store = await open();
+      const key = await store.createKey(newKey());
+      for (let i = 0; i < 3; i++) await store.recordUsage(entry({ id: `third_${i}`, keyId: key.id, costNanos: 3_333_333 }));
+      await store.recordUsage(entry({ id: 'big', keyId: key.id, costNanos: 1_234_567_890_123 }));
+      const total = 3 * 3_333_333 + 1_234_567_890_123;
+      expect(await store.spentNanosSince(key.id, '2026-01-01T00:00:00.000Z')).toBe(total);
+      expect((await store.getKey(key.id))?.spentUsd).toBe(total / 1e9);
+      expect(await store.queryUsage({ keyId: key.id })).toEqual([
+        { requests: 4, prompt_tokens: 40, completion_tokens: 20, cost_usd: total / 1e9 },
+      ]);
+      await expect(store.recordUsage(entry({ id: 'frac', keyId: key.id, costNanos: 1.5 }))).rejects.toThrow(RangeError);
+    });
+
+    it('sums spend since a time, inclusive, per key', async () => {
+      const store = await open();
+      const key = await store.createKey(newKey());
+      const other = await store.createKey(newKey());
+      await store.recordUsage(entry({ id: 'a', keyId: key.id, costNanos: 1, createdAt: '2026-11-21T23:59:59.999Z' }));
+      await store.recordUsage(entry({ id: 'b', keyId: key.id, costNanos: 20, createdAt: '2026-11-22T00:00:00.000Z' }));
+      await store.recordUsage(entry({ id: 'c', keyId: key.id, costNanos: 300, createdAt: '2026-11-25T00:00:00.000Z' }));
+      await store.recordUsage(entry({ id: 'd', keyId: other.id, costNanos: 4000, createdAt: '2026-11-25T00:00:00.000Z' }));
+      expect(await store.spentNanosSince(key.id, '2026-11-22T00:00:00.000Z')).toBe(320);
+      expect(await store.spentNanosSince(key.id, '2026-11-26T00:00:00.000Z')).toBe(0);
+      expect(await store.spentNanosSince('missing', '2000-01-01T00:00:00.000Z')).toBe(0);
+    });
+
+    describe('usage queries', () => {
+      // Two keys, two served models, three UTC days; one request had no model serve it.
+      async function seeded(): Promise<Store> {
+        const store = await open();
+        const rows: [string, string, string | null, number, string][] = [
+          ['u1', 'k_a', 'm_x', 100, '2026-11-20T23:59:59.999Z'],
+          ['u2', 'k_a', 'm_y', 200, '2026-11-21T00:00:00.000Z'],
+          ['u3', 'k_b', 'm_x', 400, '2026-11-21T12:00:00.000Z'],
+          ['u4', 'k_b', 'm_x', 800, '2026-11-22T00:00:00.000Z'],
+          ['u5', 'k_a', null, 0, '2026-11-22T01:00:00.000Z'],
+        ];
+        for (const [id, keyId, servedModel, costNanos, createdAt] of rows) {
+          await store.recordUsage(entry({ id, keyId, servedModel, costNanos, createdAt, status: servedModel ? 200 : 502 }));
+        }
+        return store;
+      }
+      const usage = (requests: number, costNanos: number) => ({
+        requests,
+        prompt_tokens: 10 * requests,
+        completion_tokens: 5 * requests,
+        cost_usd: costNanos / 1e9,
+      });
+
+      it('returns one total row without groupBy, zeros when empty', async () => {
+        const store = await seeded();
+        expect(await store.queryUsage({})).toEqual([usage(5, 1500)]);
+        expect(await store.queryUsage({ keyId: 'nobody' })).toEqual([usage(0, 0)]);
+      });
+
+      it('groups by key', async () => {
+        const store = await seeded();
+        expect(await store.queryUsage({ groupBy: 'key' })).toEqual([
+          { key_id: 'k_a', ...usage(3, 300) },
+          { key_id: 'k_b', ...usage(2, 1200) },
+        ]);
+      });
+
+      it('groups by served model, unserved requests last without a model', async () => {
+        const store = await seeded();
+        expect(await store.queryUsage({ groupBy: 'model' })).toEqual([
+          { model: 'm_x', ...usage(3, 1300) },
+          { model: 'm_y', ...usage(1, 200) },
+          usage(1, 0),
+        ]);
+        expect(await store.queryUsage({ groupBy: 'model', keyId: 'k_a' })).toEqual([
+          { model: 'm_x', ...usage(1, 100) },
+          { model: 'm_y', ...usage(1, 200) },
+          usage(1, 0),
+        ]);
+      });
+
+      it('groups by UTC day', async () => {
+        const store = await seeded();
+        expect(await store.queryUsage({ groupBy: 'day' })).toEqual([
+          { day: '2026-11-20', ...usage(1, 100) },
+          { day: '2026-11-21', ...usage(2, 600) },
+          { day: '2026-11-22', ...usage(2, 800) },
+        ]);
+      });
+
+      it('filters by model, since (inclusive) and until (exclusive)', async () => {
+        const store = await seeded();
+        expect(await store.queryUsage({ model: 'm_x' })).toEqual([usage(3, 1300)]);
+        const window = { since: '2026-11-21T00:00:00.000Z', until: '2026-11-22T00:00:00.000Z' };
+        expect(await store.queryUsage({ ...window, groupBy: 'key' })).toEqual([
+          { key_id: 'k_a', ...usage(1, 200) },
+          { key_id: 'k_b', ...usage(1, 400) },
+        ]);
+        expect(await store.queryUsage({ ...window, model: 'm_x', keyId: 'k_b', groupBy: 'day' })).toEqual([
+          { day: '2026-11-21', ...usage(1, 400) },
+        ]);
+      });
+
+      it('lists the ledger newest first, filtered and limited', async () => {
+        const store = await seeded();
+        const ids = async (f: Parameters<Store['listLedger']>[0]) => (await store.listLedger(f)).map((e) => e.id);
+        expect(await ids({})).toEqual(['u5', 'u4', 'u3', 'u2', 'u1']);
+        expect(await ids({ limit: 2 })).toEqual(['u5', 'u4']);
+        expect(await ids({ keyId: 'k_a' })).toEqual(['u5', 'u2', 'u1']);
+        expect(await ids({ model: 'm_x' })).toEqual(['u4', 'u3', 'u1']);
+        expect(await ids({ since: '2026-11-21T00:00:00.000Z', until: '2026-11-22T00:00:00.000Z' })).toEqual(['u3', 'u2']);
+        const [unserved] = await store.listLedger({ limit: 1 });
+        expect(unserved).toMatchObject({ servedModel: null, status: 502, estimated: false, stream: false });
+      });
+
+      it('limits the ledger to 100 rows by default', async () => {
+        const store = await open();
+        for (let i = 0; i < 105; i++) {
+          const createdAt = new Date(Date.UTC(2026, 10, 22, 0, 0, i)).toISOString();
+          await store.recordUsage(entry({ id: `l_${String(i).padStart(3, '0')}`, keyId: 'k', createdAt }));
+        }
+        const list = await store.listLedger({});
+        expect(list).toHaveLength(100);
+        expect(list[0].id).toBe('l_104');
+        expect(list[99].id).toBe('l_005');
+      });
+    });
+
+    describe('migrations', () => {
+      it('run again on an open store and on reopening, keeping data', async () => {
+        const db = target.fresh();
+        const first = await open(db);
+        const key = await first.createKey(newKey());
+        await first.migrate();
+        await first.migrate();
+        const second = await open(db);
+        expect(await second.getKey(key.id)).toEqual(key);
+      });
+
+      it('run concurrently when several stores open the same database at once', async () => {
+        const db = target.fresh();
+        const stores = await Promise.all([open(db), open(db), open(db), open(db)]);
+        const key = await stores[0].createKey(newKey());
+        await Promise.all(stores.map((s) => s.migrate()));
+        for (const s of stores) expect(await s.getKey(key.id)).toEqual(key);
+      });
+    });
+  });
+}
+
+storeConformance('SQLite store', sqliteTarget);
+
+const databaseUrl = process.env.DATABASE_URL;
+if (databaseUrl) {
+  storeConformance('PostgreSQL store', () => postgresTarget(databaseUrl));
+} else {
+  console.warn('store-conformance: DATABASE_URL is not set; skipping the PostgreSQL store suite.');
+  describe.skip('PostgreSQL store (set DATABASE_URL to run)', () => {
+    it('runs the conformance suite against PostgreSQL', () => {});
+  });
+}
