@@ -1,0 +1,175 @@
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import type { Redis } from 'ioredis';
+import type { Admission, AdmissionInput, Counters, Settlement, SpendSource } from './counters.js';
+import {
+  DEFAULT_RESERVATION_TTL_MS,
+  WINDOW_MS,
+  checkAdmissionInput,
+  checkNanos,
+  newReservationId,
+  toAdmission,
+  type AdmissionStatus,
+  type Decision,
+} from './memory-counters.js';
+import { periodBoundsMs, periodStart } from './period.js';
+
+// Counters in Redis for the scaled-out deployment: every ingress instance admits through the
+// same keys, so limits and budgets hold across all of them. Admission is ONE Lua call
+// (lua/admit.lua) in the common case; settlement is another (lua/settle.lua). Both take the
+// caller's `now` rather than Redis TIME (see the header of admit.lua), like the memory counters.
+//
+// Keys per API key share the hash tag {keyId}, so each script touches a single cluster slot:
+//   <keyPrefix>{<keyId>}:revoked | :win | :res | :state | :spend
+//
+// The caller owns the ioredis connection: close() stops this instance, and the caller quits the
+// connection (it may be shared with other users).
+
+interface LuaScript {
+  lua: string;
+  sha: string;
+}
+
+function loadScript(name: string): LuaScript {
+  // Read once at start; the scripts ship next to this file (src/shared/counters/lua).
+  const lua = readFileSync(new URL(`./lua/${name}.lua`, import.meta.url), 'utf8');
+  return { lua, sha: createHash('sha1').update(lua).digest('hex') };
+}
+
+const ADMIT = loadScript('admit');
+const SETTLE = loadScript('settle');
+
+/** Spend is held a little past its period's end, so a settlement at the boundary still finds it. */
+const SPEND_GRACE_MS = 3_600_000;
+/** An all-time ('none') spend that nobody touches for this long is re-read from the ledger. */
+const ALL_TIME_SPEND_TTL_MS = 30 * 86_400_000;
+
+const STATUSES = new Set<string>(['ok', 'revoked', 'rate_limited', 'budget_exceeded', 'concurrency']);
+
+export function createRedisCounters(options: {
+  redis: Redis;
+  keyPrefix: string;
+  spendSource: SpendSource;
+  reservationTtlMs?: number;
+}): Counters {
+  const { redis, keyPrefix, spendSource } = options;
+  const ttlMs = options.reservationTtlMs ?? DEFAULT_RESERVATION_TTL_MS;
+  if (!Number.isSafeInteger(ttlMs) || ttlMs <= 0) throw new RangeError('counters: reservationTtlMs must be a positive integer');
+  // Window, holds and state must outlive both the window and the longest reservation.
+  const stateTtlMs = Math.max(WINDOW_MS, ttlMs) + WINDOW_MS;
+  // Concurrent admissions on this instance share one ledger read per key and period.
+  const seeding = new Map<string, Promise<number>>();
+  let closed = false;
+
+  // Ship both scripts once now, so the first admission is already an EVALSHA. If this loses the
+  // race (or Redis restarts and forgets them) run() falls back to EVAL, which caches them again.
+  for (const s of [ADMIT, SETTLE]) redis.script('LOAD', s.lua).catch(() => undefined);
+
+  async function run(script: LuaScript, keys: string[], args: (string | number)[]): Promise<unknown> {
+    try {
+      return await redis.evalsha(script.sha, keys.length, ...keys, ...args);
+    } catch (err) {
+      if (!(err instanceof Error) || !err.message.includes('NOSCRIPT')) throw err;
+      return redis.eval(script.lua, keys.length, ...keys, ...args);
+    }
+  }
+
+  function keysFor(keyId: string) {
+    const base = `${keyPrefix}{${keyId}}:`;
+    return { revoked: `${base}revoked`, win: `${base}win`, res: `${base}res`, state: `${base}state`, spend: `${base}spend` };
+  }
+
+  function spendTtlMs(end: number | null, now: number): number {
+    return end === null ? ALL_TIME_SPEND_TTL_MS : Math.max(0, end - now) + SPEND_GRACE_MS;
+  }
+
+  async function callAdmit(input: AdmissionInput, reservationId: string, seed: string): Promise<Decision | 'seed'> {
+    const { limits, now } = input;
+    const k = keysFor(input.keyId);
+    const { start, end } = periodBoundsMs(limits.budgetPeriod, now);
+    const reply = await run(ADMIT, [k.revoked, k.win, k.res, k.state, k.spend], [
+      now,
+      reservationId,
+      input.tokens,
+      input.reserveNanos,
+      limits.rpm ?? -1,
+      limits.tpm ?? -1,
+      limits.maxConcurrent ?? -1,
+      limits.budgetNanos ?? -1,
+      limits.budgetPeriod,
+      start,
+      end ?? -1,
+      ttlMs,
+      stateTtlMs,
+      spendTtlMs(end, now),
+      seed,
+    ]);
+    if (!Array.isArray(reply) || reply.length !== 5) throw new Error(`counters: unexpected admit reply ${JSON.stringify(reply)}`);
+    const [status, windowRequests, windowTokens, resetMs, retryMs] = reply as [string, number, number, number, number];
+    if (status === 'seed') return 'seed';
+    if (!STATUSES.has(status)) throw new Error(`counters: unexpected admit status ${status}`);
+    return { status: status as AdmissionStatus, windowRequests, windowTokens, resetMs, retryMs: retryMs < 0 ? null : retryMs };
+  }
+
+  function loadSeed(input: AdmissionInput): Promise<number> {
+    const since = periodStart(input.limits.budgetPeriod, input.now);
+    const k = `${input.keyId}\u0000${input.limits.budgetPeriod}\u0000${since}`;
+    let p = seeding.get(k);
+    if (!p) {
+      p = spendSource(input.keyId, since)
+        .then((n) => checkNanos('SpendSource result', n))
+        .finally(() => seeding.delete(k));
+      seeding.set(k, p);
+    }
+    return p;
+  }
+
+  return {
+    async admit(input): Promise<Admission> {
+      if (closed) throw new Error('counters: closed');
+      checkAdmissionInput(input);
+      const reservationId = newReservationId(input.requestId);
+      let d = await callAdmit(input, reservationId, '');
+      if (d === 'seed') {
+        // Rare path (first use of a key in a period): read the ledger, then admit again with the
+        // seed, which the script stores only if nobody stored this period's spend meanwhile.
+        const seed = await loadSeed(input);
+        d = await callAdmit(input, reservationId, String(seed));
+        if (d === 'seed') throw new Error('counters: spend seed was not applied');
+      }
+      return toAdmission(input.limits, d, reservationId);
+    },
+
+    async settle(s: Settlement): Promise<void> {
+      if (closed) throw new Error('counters: closed');
+      checkNanos('costNanos', s.costNanos);
+      if (!Number.isSafeInteger(s.tokens) || s.tokens < 0) throw new RangeError(`counters: tokens must be a non-negative integer, got ${s.tokens}`);
+      const k = keysFor(s.keyId);
+      const { start, end } = periodBoundsMs(s.budgetPeriod, s.now);
+      await run(SETTLE, [k.res, k.state, k.win, k.spend], [
+        s.reservationId,
+        s.costNanos,
+        s.tokens,
+        s.budgetPeriod,
+        start,
+        spendTtlMs(end, s.now),
+      ]);
+    },
+
+    async revoke(keyId) {
+      // No TTL: a revocation must never lapse.
+      await redis.set(keysFor(keyId).revoked, '1');
+    },
+
+    async reset(keyId) {
+      const k = keysFor(keyId);
+      // Reservations stay: they still hold money and slots until settled or expired. The window
+      // log and its token total go together, atomically, so they never disagree.
+      await redis.multi().del(k.spend, k.win).hdel(k.state, 'tok').exec();
+    },
+
+    async close() {
+      closed = true;
+    },
+  };
+}
