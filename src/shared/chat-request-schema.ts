@@ -122,7 +122,7 @@ export const chatRequestSchema = z
   })
   .strict();
 
-export type ChatRequest = z.infer<typeof chatRequestSchema> & { messages: ChatMessage[] };
+export type ChatRequest = Omit<z.infer<typeof chatRequestSchema>, 'messages'> & { messages: ChatMessage[] };
 
 export type ChatMessage =
   | { role: 'system' | 'developer'; content: string | Array<{ type: 'text'; text: string }>; name?: string }
@@ -163,7 +163,7 @@ export function parseChatRequest(body: unknown): ChatRequest {
   }
   const parsed = chatRequestSchema.safeParse(body);
   if (!parsed.success) throw issueToError(parsed.error.issues[0]!);
-  const request = parsed.data as ChatRequest;
+  const request = parsed.data as unknown as ChatRequest;
   request.messages.forEach((entry, index) => {
     if (entry.role !== 'assistant') return;
     const checked = assistantSchema.safeParse(entry);
@@ -171,7 +171,7 @@ export function parseChatRequest(body: unknown): ChatRequest {
       const issue = checked.error.issues[0]!;
       throw issueToError({ ...issue, path: ['messages', index, ...issue.path] });
     }
-    request.messages[index] = checked.data as ChatMessage;
+    request.messages[index] = checked.data as unknown as ChatMessage;
   });
   if (request.temperature != null && request.top_p != null) {
     throw new GatewayError('invalid_value', 'Use either temperature or top_p, not both.', { param: 'top_p' });

@@ -40,14 +40,17 @@ export class GatewayError extends Error {
   readonly param: string | null;
   /** Seconds a client should wait before trying again (sent as `retry-after`). */
   readonly retryAfterSeconds?: number;
+  /** Extra response headers, such as the rate-limit state of a refused request. */
+  readonly headers?: Array<[string, string]>;
 
-  constructor(code: ErrorCode, message: string, options: { param?: string | null; status?: number; retryAfterSeconds?: number } = {}) {
+  constructor(code: ErrorCode, message: string, options: { param?: string | null; status?: number; retryAfterSeconds?: number; headers?: Array<[string, string]> } = {}) {
     super(message);
     this.code = code;
     this.status = options.status ?? errorCatalog[code].status;
     this.type = errorCatalog[code].type;
     this.param = options.param ?? null;
     this.retryAfterSeconds = options.retryAfterSeconds;
+    this.headers = options.headers;
   }
 
   toBody(): ErrorBody {

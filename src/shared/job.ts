@@ -1,6 +1,7 @@
 import type { ChatRequest } from './chat-request-schema.js';
 import type { ErrorDescription } from './errors.js';
 import type { CompletionChoice, FinishReason, ToolCallDelta } from './providers/provider-adapter.js';
+import type { BudgetPeriod } from './store/store.js';
 import type { Usage } from './usage.js';
 
 /** Everything a worker needs to run one completion; small, since it crosses Redis when scaled out. */
@@ -15,7 +16,8 @@ export interface CompletionJob {
   stream: boolean;
   /** A budget reservation to settle when the job ends, if admission made one. */
   reservationId?: string;
-  reservedUsd?: number;
+  reservedNanos?: number;
+  budgetPeriod?: BudgetPeriod;
   enqueuedAt: number;
 }
 

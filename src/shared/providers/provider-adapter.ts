@@ -65,6 +65,11 @@ export interface SseEvent {
 export interface StreamTranslator {
   /** Translates one decoded server-sent event into zero or more stream parts. */
   push(event: SseEvent): StreamPart[];
+  /**
+   * Called by the worker once the upstream body has ended. Formats without an end-of-stream
+   * event (Gemini sends no [DONE]) return their closing parts here; others need not implement it.
+   */
+  finish?(): StreamPart[];
 }
 
 /**

@@ -1,0 +1,76 @@
+import type { TemplatedApp } from 'uWebSockets.js';
+import { startIngress, type RunningIngress } from './ingress/server.js';
+import { loadCatalog } from './shared/catalog/catalog-loader.js';
+import type { Catalog } from './shared/catalog/catalog-types.js';
+import { readConfig, resolveAdminToken, type GatewayConfig } from './shared/config.js';
+import { openMemoryCounters, openStore } from './shared/deployment.js';
+import { createLogger } from './shared/logger.js';
+import { prepareTokenCounter } from './shared/token-counter.js';
+import { InProcessTransport } from './shared/transport/in-process-transport.js';
+import { createCompletionHandler } from './workers/completion-worker.js';
+import { ProviderClient } from './workers/provider-client.js';
+
+// The embedded default: ingress and workers in one process, joined by the in-process transport,
+// with the embedded database file and in-memory counters. No Redis or PostgreSQL needed.
+
+export interface EmbeddedGateway {
+  url: string;
+  port: number;
+  adminToken: string;
+  config: GatewayConfig;
+  ingress: RunningIngress;
+  /** Stops accepting, drains open streams and jobs, closes everything. */
+  close(): Promise<void>;
+}
+
+export interface EmbeddedOptions {
+  environment?: NodeJS.ProcessEnv;
+  catalog?: Catalog;
+  extend?: (app: TemplatedApp) => void;
+}
+
+export async function startEmbeddedGateway(options: EmbeddedOptions = {}): Promise<EmbeddedGateway> {
+  const environment = options.environment ?? process.env;
+  const config = readConfig(environment);
+  const logger = createLogger(config.logLevel, 'switchboard');
+  const catalog = options.catalog ?? loadCatalog(environment);
+  const admin = resolveAdminToken(config, environment);
+  if (admin.generated) {
+    process.stdout.write(`Generated an admin token (stored in ${admin.path}; shown once): ${admin.token}\n`);
+  }
+  await prepareTokenCounter();
+  const store = await openStore(config);
+  const counters = openMemoryCounters(store);
+  const transport = new InProcessTransport({ maxQueued: config.maxQueuedJobs });
+  const client = new ProviderClient();
+  await transport.worker.start(createCompletionHandler({ catalog, client, store, counters, logger, workerId: transport.workerId }), { concurrency: config.workerConcurrency });
+  const ingress = await startIngress({
+    port: config.port,
+    host: config.host,
+    catalog,
+    store,
+    counters,
+    transport: transport.ingress,
+    logger,
+    adminToken: admin.token,
+    maxBodyBytes: config.maxBodyBytes,
+    maxQueuedStreamBytes: config.maxQueuedStreamBytes,
+    keyCacheMs: Number.MAX_SAFE_INTEGER,
+    extend: options.extend,
+  });
+  const host = config.host === '0.0.0.0' ? '127.0.0.1' : config.host;
+  return {
+    url: `http://${host}:${ingress.port}`,
+    port: ingress.port,
+    adminToken: admin.token,
+    config,
+    ingress,
+    async close() {
+      await ingress.drain(config.drainDeadlineMs);
+      await transport.worker.close(config.drainDeadlineMs);
+      await client.close();
+      await counters.close();
+      await store.close();
+    },
+  };
+}

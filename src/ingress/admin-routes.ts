@@ -1,0 +1,167 @@
+import { randomUUID } from 'node:crypto';
+import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
+import type { Logger } from 'pino';
+import { z } from 'zod';
+import type { Counters } from '../shared/counters/counters.js';
+import { GatewayError } from '../shared/errors.js';
+import { generateApiKey, tokensEqual } from '../shared/keys/api-key.js';
+import type { KeyPatch, KeyRecord, Store, UsageFilter } from '../shared/store/store.js';
+import { parseJsonBody, readBody } from './body-reader.js';
+import { replyError, replyJson, type ReplyState } from './http-reply.js';
+import type { KeyDirectory } from './key-directory.js';
+
+// The admin API (bearer SWITCHBOARD_ADMIN_TOKEN): keys and usage. The CLI and the dashboard use it.
+
+export interface AdminDependencies {
+  store: Store;
+  counters: Counters;
+  keys: KeyDirectory;
+  adminToken: string;
+  logger: Logger;
+  /** Tells other ingress instances that a key changed (scaled out); a no-op in one process. */
+  announceKeyChange?: (publicId: string) => void;
+}
+
+const nullablePositiveInt = z.number().int().min(1).nullable();
+const keyFields = {
+  name: z.string().trim().min(1).max(200),
+  budget_usd: z.number().min(0).max(1e9).nullable(),
+  budget_period: z.enum(['none', 'daily', 'weekly', 'monthly']),
+  rpm: nullablePositiveInt,
+  tpm: nullablePositiveInt,
+  max_concurrent: nullablePositiveInt,
+};
+const createSchema = z.object({ ...keyFields, budget_usd: keyFields.budget_usd.optional(), budget_period: keyFields.budget_period.optional(), rpm: nullablePositiveInt.optional(), tpm: nullablePositiveInt.optional(), max_concurrent: nullablePositiveInt.optional() }).strict();
+const patchSchema = z.object(keyFields).partial().strict();
+const isoDate = z.string().refine((value) => !Number.isNaN(Date.parse(value)), 'must be an ISO 8601 date or time');
+const usageQuerySchema = z
+  .object({ key_id: z.string().optional(), model: z.string().optional(), since: isoDate.optional(), until: isoDate.optional(), group_by: z.enum(['key', 'model', 'day']).optional(), limit: z.coerce.number().int().min(1).max(1000).optional() })
+  .strict();
+
+export function publicKey(record: KeyRecord): Record<string, unknown> {
+  return {
+    id: record.id,
+    object: 'api_key',
+    name: record.name,
+    key_hint: record.keyHint,
+    budget_usd: record.budgetUsd,
+    budget_period: record.budgetPeriod,
+    spent_usd: record.spentUsd,
+    rpm: record.rpm,
+    tpm: record.tpm,
+    max_concurrent: record.maxConcurrent,
+    created_at: record.createdAt,
+    revoked_at: record.revokedAt,
+    last_used_at: record.lastUsedAt,
+    status: record.revokedAt ? 'revoked' : 'active',
+  };
+}
+
+function validate<T>(schema: z.ZodType<T>, value: unknown): T {
+  const parsed = schema.safeParse(value);
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0]!;
+  const param = issue.path.join('.') || null;
+  if (issue.code === 'unrecognized_keys') throw new GatewayError('unknown_parameter', `Unrecognized argument: ${issue.keys.join(', ')}`, { param: issue.keys[0] ?? null });
+  throw new GatewayError('invalid_value', `Invalid value for '${param ?? 'body'}': ${issue.message}`, { param });
+}
+
+function toPatch(body: z.infer<typeof patchSchema>): KeyPatch {
+  const patch: KeyPatch = {};
+  if (body.name !== undefined) patch.name = body.name;
+  if (body.budget_usd !== undefined) patch.budgetUsd = body.budget_usd;
+  if (body.budget_period !== undefined) patch.budgetPeriod = body.budget_period;
+  if (body.rpm !== undefined) patch.rpm = body.rpm;
+  if (body.tpm !== undefined) patch.tpm = body.tpm;
+  if (body.max_concurrent !== undefined) patch.maxConcurrent = body.max_concurrent;
+  return patch;
+}
+
+type AdminAction = (context: { res: HttpResponse; state: ReplyState; parameter: string; query: string; body?: unknown }) => Promise<[number, unknown]>;
+
+export function registerAdminRoutes(app: TemplatedApp, dependencies: AdminDependencies, maxBodyBytes: number): void {
+  const { store, counters, keys, adminToken } = dependencies;
+
+  function route(method: 'get' | 'post' | 'patch' | 'del', pattern: string, action: AdminAction, withBody = false): void {
+    app[method](pattern, (res: HttpResponse, req: HttpRequest) => {
+      const authorization = req.getHeader('authorization');
+      const parameter = pattern.includes(':') ? decodeURIComponent(req.getParameter(0) ?? '') : '';
+      const query = req.getQuery() ?? '';
+      const state: ReplyState = { aborted: false, done: false, requestId: randomUUID() };
+      res.onAborted(() => {
+        state.aborted = true;
+      });
+      const run = async () => {
+        const body = withBody ? await readBody(res, maxBodyBytes, state) : undefined;
+        if (withBody && body === undefined) return;
+        const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
+        if (!match || !tokensEqual(match[1]!, adminToken)) throw new GatewayError('invalid_admin_token', 'Incorrect admin token.');
+        const [status, result] = await action({ res, state, parameter, query, body: body ? parseJsonBody(body) : undefined });
+        replyJson(res, state, status, JSON.stringify(result));
+      };
+      run().catch((error) => replyError(res, state, error));
+    });
+  }
+
+  async function existingKey(id: string): Promise<KeyRecord> {
+    const record = await store.getKey(id);
+    if (!record) throw new GatewayError('not_found', `No key with id '${id}'.`, { param: 'id' });
+    return record;
+  }
+
+  async function keyChanged(record: KeyRecord): Promise<void> {
+    keys.invalidate(record.publicId);
+    dependencies.announceKeyChange?.(record.publicId);
+    await counters.reset(record.id);
+  }
+
+  route('post', '/admin/v1/keys', async ({ body }) => {
+    const input = validate(createSchema, body);
+    const generated = generateApiKey();
+    const record = await store.createKey({
+      id: `key_${randomUUID().replace(/-/g, '').slice(0, 20)}`,
+      name: input.name,
+      publicId: generated.publicId,
+      secretHash: generated.secretHash,
+      keyHint: generated.keyHint,
+      budgetUsd: input.budget_usd ?? null,
+      budgetPeriod: input.budget_period ?? 'none',
+      rpm: input.rpm ?? null,
+      tpm: input.tpm ?? null,
+      maxConcurrent: input.max_concurrent ?? null,
+      createdAt: new Date().toISOString(),
+    });
+    dependencies.logger.info({ keyId: record.id, hint: record.keyHint }, 'key created');
+    return [201, { ...publicKey(record), key: generated.key }];
+  }, true);
+
+  route('get', '/admin/v1/keys', async () => [200, { object: 'list', data: (await store.listKeys()).map(publicKey) }]);
+  route('get', '/admin/v1/keys/:id', async ({ parameter }) => [200, publicKey(await existingKey(parameter))]);
+
+  route('patch', '/admin/v1/keys/:id', async ({ parameter, body }) => {
+    await existingKey(parameter);
+    const record = (await store.updateKey(parameter, toPatch(validate(patchSchema, body))))!;
+    await keyChanged(record);
+    return [200, publicKey(record)];
+  }, true);
+
+  route('del', '/admin/v1/keys/:id', async ({ parameter }) => {
+    await existingKey(parameter);
+    const record = (await store.revokeKey(parameter, new Date().toISOString()))!;
+    await counters.revoke(record.id);
+    await keyChanged(record);
+    dependencies.logger.info({ keyId: record.id }, 'key revoked');
+    return [200, publicKey(record)];
+  });
+
+  function usageFilter(query: string): UsageFilter & { limit?: number } {
+    const input = validate(usageQuerySchema, Object.fromEntries(new URLSearchParams(query)));
+    return { keyId: input.key_id, model: input.model, since: input.since, until: input.until, groupBy: input.group_by, limit: input.limit };
+  }
+
+  route('get', '/admin/v1/usage', async ({ query }) => [200, { object: 'list', data: await store.queryUsage(usageFilter(query)) }]);
+  route('get', '/admin/v1/requests', async ({ query }) => {
+    const entries = await store.listLedger(usageFilter(query));
+    return [200, { object: 'list', data: entries.map((entry) => ({ ...entry, costUsd: entry.costNanos / 1e9 })) }];
+  });
+}

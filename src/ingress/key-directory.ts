@@ -1,0 +1,27 @@
+import type { KeyRecord, Store } from '../shared/store/store.js';
+
+// Key records by public id. Records are cached so that a request costs no store round trip, but
+// the cache is only a shortcut: revocation is enforced by the admission counters (memory or
+// Redis), which every ingress consults on every request, and changes made through this process's
+// admin API drop the cached record at once. `maxAgeMs` bounds how long a change made elsewhere
+// (another ingress) to name, budget or limits may go unseen.
+
+export class KeyDirectory {
+  private readonly cache = new Map<string, { record: KeyRecord; loadedAt: number }>();
+
+  constructor(private readonly store: Store, private readonly maxAgeMs: number) {}
+
+  async lookup(publicId: string): Promise<KeyRecord | null> {
+    const cached = this.cache.get(publicId);
+    if (cached && Date.now() - cached.loadedAt < this.maxAgeMs) return cached.record;
+    const record = await this.store.getKeyByPublicId(publicId);
+    if (record) this.cache.set(publicId, { record, loadedAt: Date.now() });
+    else this.cache.delete(publicId);
+    return record;
+  }
+
+  invalidate(publicId?: string): void {
+    if (publicId === undefined) this.cache.clear();
+    else this.cache.delete(publicId);
+  }
+}

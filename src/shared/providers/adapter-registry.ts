@@ -1,0 +1,20 @@
+import type { ProviderApi } from '../catalog/catalog-types.js';
+import { anthropicAdapter } from './anthropic/anthropic-adapter.js';
+import { azureOpenAiAdapter } from './azure-openai-adapter.js';
+import { geminiAdapter } from './gemini/gemini-adapter.js';
+import { openAiAdapter } from './openai-adapter.js';
+import type { ProviderAdapter } from './provider-adapter.js';
+
+const adapters: Record<ProviderApi, ProviderAdapter> = {
+  openai: openAiAdapter,
+  azure: azureOpenAiAdapter,
+  anthropic: anthropicAdapter,
+  gemini: geminiAdapter,
+};
+
+/** The adapter for a provider's wire format; the Record type makes a new ProviderApi a compile error here. */
+export function adapterFor(api: ProviderApi): ProviderAdapter {
+  const adapter = adapters[api];
+  if (!adapter) throw new Error(`No adapter for provider API '${String(api)}'.`);
+  return adapter;
+}

@@ -1,0 +1,123 @@
+import { createHash } from 'node:crypto';
+import type { Usage } from '../../usage.js';
+import type { CompletionChoice, FinishReason, NormalizedCompletion } from '../provider-adapter.js';
+
+// Gemini GenerateContentResponse -> OpenAI-shaped completion. A streamed event has the same shape,
+// so the stream translator reuses these readers.
+
+const finishReasons: Record<string, FinishReason> = {
+  STOP: 'stop',
+  RECITATION: 'stop',
+  OTHER: 'stop',
+  // A malformed call produced no usable tool call, so the turn ends as plain text.
+  MALFORMED_FUNCTION_CALL: 'stop',
+  MAX_TOKENS: 'length',
+  SAFETY: 'content_filter',
+  BLOCKLIST: 'content_filter',
+  PROHIBITED_CONTENT: 'content_filter',
+  SPII: 'content_filter',
+  LANGUAGE: 'content_filter',
+  IMAGE_SAFETY: 'content_filter',
+};
+
+/** Gemini ends a function call with STOP; OpenAI clients loop on tool_calls, so a call wins. */
+export function geminiFinishReason(finishReason: string | undefined, hasFunctionCall: boolean): FinishReason {
+  if (hasFunctionCall) return 'tool_calls';
+  return (finishReason && finishReasons[finishReason]) || 'stop';
+}
+
+export interface GeminiUsageMetadata {
+  promptTokenCount?: number;
+  candidatesTokenCount?: number;
+  thoughtsTokenCount?: number;
+  toolUsePromptTokenCount?: number;
+  cachedContentTokenCount?: number;
+  totalTokenCount?: number;
+}
+
+function count(value: unknown): number {
+  return typeof value === 'number' && Number.isFinite(value) ? value : 0;
+}
+
+/** Thinking is billed as output, as OpenAI bills reasoning tokens inside completion_tokens. */
+export function geminiUsage(raw: GeminiUsageMetadata | undefined): Usage | undefined {
+  if (!raw || typeof raw.promptTokenCount !== 'number') return undefined;
+  const promptTokens = raw.promptTokenCount + count(raw.toolUsePromptTokenCount);
+  const completionTokens = count(raw.candidatesTokenCount) + count(raw.thoughtsTokenCount);
+  const usage: Usage = { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens };
+  if (typeof raw.cachedContentTokenCount === 'number') usage.prompt_tokens_details = { cached_tokens: raw.cachedContentTokenCount };
+  if (typeof raw.thoughtsTokenCount === 'number') usage.completion_tokens_details = { reasoning_tokens: raw.thoughtsTokenCount };
+  return usage;
+}
+
+export interface GeminiPart {
+  text?: string;
+  thought?: boolean;
+  functionCall?: { id?: string; name?: string; args?: unknown };
+}
+
+export interface GeminiCandidate {
+  index?: number;
+  content?: { parts?: GeminiPart[] };
+  finishReason?: string;
+}
+
+export interface GeminiResponse {
+  candidates?: GeminiCandidate[];
+  promptFeedback?: { blockReason?: string };
+  usageMetadata?: GeminiUsageMetadata;
+  responseId?: string;
+}
+
+/**
+ * The Gemini API leaves function calls without ids, but OpenAI clients answer calls by id. The id
+ * is derived from where the call sits rather than drawn at random, so the same response always
+ * yields the same ids (replays and tests are reproducible); the response id keeps turns apart.
+ */
+export function geminiToolCallId(responseId: string | undefined, candidateIndex: number, partPosition: number, name: string): string {
+  const digest = createHash('sha256').update(`${responseId ?? ''}\u0000${candidateIndex}\u0000${partPosition}\u0000${name}`).digest('hex');
+  return `call_${digest.slice(0, 24)}`;
+}
+
+export function functionArguments(args: unknown): string {
+  return JSON.stringify(args ?? {});
+}
+
+function toChoice(candidate: GeminiCandidate, position: number, responseId: string | undefined): CompletionChoice {
+  const index = candidate.index ?? position;
+  let text: string | null = null;
+  const toolCalls: NonNullable<CompletionChoice['message']['tool_calls']> = [];
+  (candidate.content?.parts ?? []).forEach((part, partPosition) => {
+    // Thought summaries are the model's reasoning, not its answer.
+    if (typeof part.text === 'string' && !part.thought) text = (text ?? '') + part.text;
+    const call = part.functionCall;
+    if (call && typeof call.name === 'string') {
+      const id = call.id || geminiToolCallId(responseId, index, partPosition, call.name);
+      toolCalls.push({ id, type: 'function', function: { name: call.name, arguments: functionArguments(call.args) } });
+    }
+  });
+  const choice: CompletionChoice = {
+    index,
+    message: { role: 'assistant', content: text },
+    finish_reason: geminiFinishReason(candidate.finishReason, toolCalls.length > 0),
+  };
+  if (toolCalls.length > 0) choice.message.tool_calls = toolCalls;
+  return choice;
+}
+
+export function parseGeminiResponse(body: string): NormalizedCompletion {
+  const parsed = JSON.parse(body) as GeminiResponse;
+  let choices: CompletionChoice[];
+  if (Array.isArray(parsed.candidates) && parsed.candidates.length > 0) {
+    choices = parsed.candidates.map((candidate, position) => toChoice(candidate, position, parsed.responseId));
+  } else if (parsed.promptFeedback?.blockReason) {
+    // A blocked prompt gets no candidates at all; OpenAI reports that as a filtered, empty answer.
+    choices = [{ index: 0, message: { role: 'assistant', content: null }, finish_reason: 'content_filter' }];
+  } else {
+    throw new Error('Gemini answered without candidates.');
+  }
+  const completion: NormalizedCompletion = { choices };
+  const usage = geminiUsage(parsed.usageMetadata);
+  if (usage) completion.usage = usage;
+  return completion;
+}

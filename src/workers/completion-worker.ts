@@ -1,0 +1,111 @@
+import type { Logger } from 'pino';
+import type { Catalog } from '../shared/catalog/catalog-types.js';
+import type { Counters } from '../shared/counters/counters.js';
+import { describeError } from '../shared/errors.js';
+import type { CompletionJob } from '../shared/job.js';
+import { costNanos } from '../shared/pricing.js';
+import type { LedgerEntry, Store } from '../shared/store/store.js';
+import { countPromptTokens, countTextTokens } from '../shared/token-counter.js';
+import type { JobControl, JobHandler } from '../shared/transport/transport.js';
+import { makeUsage, type Usage } from '../shared/usage.js';
+import { runFallbackChain, type ChainOutcome } from './fallback-chain.js';
+import type { ProviderClient } from './provider-client.js';
+
+export interface CompletionWorkerDependencies {
+  catalog: Catalog;
+  client: ProviderClient;
+  store: Store;
+  counters: Counters;
+  logger: Logger;
+  workerId: string;
+}
+
+/** Provider usage when reported; otherwise a tokenizer count, marked estimated (never zero). */
+function usageOf(job: CompletionJob, outcome: ChainOutcome): Usage {
+  const reported = outcome.result?.usage;
+  if (reported) return reported;
+  const completionText = outcome.result?.completionText ?? '';
+  return makeUsage(countPromptTokens(job.request), countTextTokens(completionText), true);
+}
+
+function ledgerStatus(outcome: ChainOutcome, cancelled: boolean): number {
+  if (cancelled) return 499;
+  return outcome.error ? outcome.error.status : 200;
+}
+
+export function createCompletionHandler(dependencies: CompletionWorkerDependencies): JobHandler {
+  const { catalog, client, store, counters, logger, workerId } = dependencies;
+
+  return async (job: CompletionJob, control: JobControl) => {
+    control.publish({ type: 'accepted', worker: workerId });
+    let outcome: ChainOutcome;
+    try {
+      outcome = await runFallbackChain(job, control, catalog, client);
+    } catch (error) {
+      logger.error({ err: error, jobId: job.id }, 'completion job crashed');
+      outcome = { attempts: [], error: undefined };
+      control.publish({ type: 'failed', error: { code: 'internal_error', message: 'The gateway failed while running this request.' }, started: false });
+      await settle(job, outcome, undefined, 500);
+      return;
+    }
+    const cancelled = control.signal.aborted && !outcome.error;
+    const billed = outcome.servedModel ? usageOf(job, outcome) : undefined;
+
+    // The ledger is written before the final event so that spend is visible once the client has its answer.
+    await settle(job, outcome, billed, ledgerStatus(outcome, cancelled));
+
+    if (outcome.error) {
+      control.publish({ type: 'failed', error: describeError(outcome.error), started: outcome.result?.ok === false && outcome.result.started });
+    } else if (outcome.result?.ok && outcome.servedModel && billed) {
+      if (job.stream) {
+        control.publish({ type: 'finished', model: outcome.servedModel.id, usage: billed });
+      } else {
+        control.publish({ type: 'completed', model: outcome.servedModel.id, choices: outcome.result.choices ?? [], usage: billed, systemFingerprint: outcome.result.systemFingerprint });
+      }
+    }
+    await control.flush();
+    logger.info(
+      { jobId: job.id, keyId: job.keyId, model: job.targets[0], served: outcome.servedModel?.id, attempts: outcome.attempts.map((attempt) => `${attempt.model}:${attempt.outcome}`), cancelled },
+      'completion finished',
+    );
+  };
+
+  async function settle(job: CompletionJob, outcome: ChainOutcome, usage: Usage | undefined, status: number): Promise<void> {
+    const served = outcome.servedModel;
+    const cost = served && usage ? costNanos(served.pricing, usage.prompt_tokens, usage.completion_tokens) : 0;
+    const entry: LedgerEntry = {
+      id: job.id,
+      keyId: job.keyId,
+      requestedModel: job.targets[0]!,
+      servedModel: served?.id ?? null,
+      attempts: outcome.attempts,
+      promptTokens: usage?.prompt_tokens ?? 0,
+      completionTokens: usage?.completion_tokens ?? 0,
+      costNanos: cost,
+      status,
+      latencyMs: Date.now() - job.enqueuedAt,
+      estimated: usage?.estimated === true,
+      stream: job.stream,
+      createdAt: new Date(job.enqueuedAt).toISOString(),
+    };
+    try {
+      await store.recordUsage(entry);
+    } catch (error) {
+      logger.error({ err: error, jobId: job.id }, 'could not write the usage ledger');
+    }
+    if (job.reservationId) {
+      try {
+        await counters.settle({
+          keyId: job.keyId,
+          reservationId: job.reservationId,
+          costNanos: cost,
+          tokens: usage ? usage.prompt_tokens + usage.completion_tokens : 0,
+          budgetPeriod: job.budgetPeriod ?? 'none',
+          now: Date.now(),
+        });
+      } catch (error) {
+        logger.error({ err: error, jobId: job.id }, 'could not settle the budget reservation');
+      }
+    }
+  }
+}

@@ -1,0 +1,81 @@
+import { Agent, errors as undiciErrors, type Dispatcher } from 'undici';
+import type { ProviderConfig } from '../shared/catalog/catalog-types.js';
+import type { ProviderHttpRequest, UpstreamFailure } from '../shared/providers/provider-adapter.js';
+
+// The only place that talks HTTP to providers: one keep-alive pool per provider, so repeated
+// requests reuse warm connections, and failures are classified for the fallback chain.
+
+export class UpstreamFailureError extends Error {
+  constructor(readonly failure: UpstreamFailure) {
+    super(failure.message);
+  }
+}
+
+export interface UpstreamResponse {
+  status: number;
+  headers: Record<string, string>;
+  body: Dispatcher.ResponseData['body'];
+}
+
+function flattenHeaders(headers: Record<string, string | string[] | undefined>): Record<string, string> {
+  const flat: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (value !== undefined) flat[name] = Array.isArray(value) ? value.join(', ') : value;
+  }
+  return flat;
+}
+
+/** Maps network-level errors to failure kinds; `timeoutReason` names a timer of ours that fired. */
+export function classifyNetworkError(error: unknown, timeoutReason?: string): UpstreamFailure {
+  if (timeoutReason) return { kind: 'timeout', message: timeoutReason };
+  if (error instanceof undiciErrors.ConnectTimeoutError) return { kind: 'timeout', message: 'Connecting to the provider timed out.' };
+  if (error instanceof undiciErrors.HeadersTimeoutError) return { kind: 'timeout', message: 'The provider did not answer in time.' };
+  if (error instanceof undiciErrors.BodyTimeoutError) return { kind: 'timeout', message: 'The provider stopped sending data.' };
+  if (error instanceof UpstreamFailureError) return error.failure;
+  const name = (error as { name?: string })?.name;
+  if (name === 'AbortError' || (error as { code?: string })?.code === 'UND_ERR_ABORTED') return { kind: 'cancelled', message: 'The request was cancelled.' };
+  const code = (error as { code?: string })?.code ?? '';
+  const detail = (error as Error)?.message ?? String(error);
+  return { kind: 'connection', message: `Connection to the provider failed${code ? ` (${code})` : ''}: ${detail}` };
+}
+
+export class ProviderClient {
+  private readonly agents = new Map<string, Agent>();
+
+  private agentFor(provider: ProviderConfig): Agent {
+    let agent = this.agents.get(provider.name);
+    if (!agent) {
+      agent = new Agent({
+        connections: 512,
+        keepAliveTimeout: 30_000,
+        connect: { timeout: provider.timeouts.connectMs },
+      });
+      this.agents.set(provider.name, agent);
+    }
+    return agent;
+  }
+
+  /**
+   * Sends a request and resolves once response headers arrive. `headersTimeoutMs` bounds the wait
+   * for headers, `bodyIdleTimeoutMs` the silence between body chunks.
+   */
+  async send(request: ProviderHttpRequest, provider: ProviderConfig, signal: AbortSignal, limits: { headersTimeoutMs: number; bodyIdleTimeoutMs: number }): Promise<UpstreamResponse> {
+    const url = new URL(request.url);
+    const response = await this.agentFor(provider).request({
+      origin: url.origin,
+      path: url.pathname + url.search,
+      method: request.method,
+      headers: request.headers,
+      body: request.body,
+      signal,
+      headersTimeout: limits.headersTimeoutMs,
+      bodyTimeout: limits.bodyIdleTimeoutMs,
+    });
+    return { status: response.statusCode, headers: flattenHeaders(response.headers), body: response.body };
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.agents.values()].map((agent) => agent.close().catch(() => {})));
+    this.agents.clear();
+  }
+}
