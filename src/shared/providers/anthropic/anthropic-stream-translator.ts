@@ -27,6 +27,7 @@ export class AnthropicStreamTranslator implements StreamTranslator {
   private readonly toolBlocks = new Map<number, ToolBlock>();
   private usage: AnthropicUsage = {};
   private ended = false;
+  private outputFinal = false;
 
   push(event: SseEvent): StreamPart[] {
     let data: AnthropicStreamEvent;
@@ -47,6 +48,7 @@ export class AnthropicStreamTranslator implements StreamTranslator {
         return this.blockStop(data);
       case 'message_delta': {
         this.mergeUsage(data.usage);
+        this.outputFinal = true;
         const stopReason = data.delta?.stop_reason;
         return stopReason ? [{ type: 'finish', index: 0, finishReason: anthropicFinishReason(stopReason) }] : [];
       }
@@ -95,6 +97,18 @@ export class AnthropicStreamTranslator implements StreamTranslator {
     if (!tool || tool.argumentsLength > 0) return [];
     tool.argumentsLength = 2;
     return [{ type: 'delta', index: 0, toolCalls: [{ index: tool.toolIndex, function: { arguments: '{}' } }] }];
+  }
+
+  /**
+   * The body ended without message_stop, so no end part: the worker reports the cut. Usage is
+   * still passed on once message_delta has given the final output count; before that the count
+   * is message_start's placeholder and the worker's estimate is better.
+   */
+  finish(): StreamPart[] {
+    if (this.ended) return [];
+    this.ended = true;
+    const usage = this.outputFinal ? anthropicUsage(this.usage) : undefined;
+    return usage ? [{ type: 'usage', usage }] : [];
   }
 
   private end(): StreamPart[] {

@@ -7,6 +7,7 @@ interface CandidateState {
   /** Parts seen so far, so a call's position matches its place in the unstreamed response. */
   partCount: number;
   toolCallCount: number;
+  finished: boolean;
 }
 
 /**
@@ -49,6 +50,7 @@ export class GeminiStreamTranslator implements StreamTranslator {
       });
       if (candidate.finishReason) {
         parts.push({ type: 'finish', index, finishReason: geminiFinishReason(candidate.finishReason, state.toolCallCount > 0) });
+        state.finished = true;
         this.sawFinish = true;
       }
     });
@@ -66,13 +68,19 @@ export class GeminiStreamTranslator implements StreamTranslator {
   finish(): StreamPart[] {
     if (this.closed) return [];
     this.closed = true;
-    return [...this.usagePart(), { type: 'end' }];
+    // Before any finishReason the counts lack the output side, and the worker's estimate is better.
+    if (!this.sawFinish) return [];
+    const parts = this.usagePart();
+    // A body that ends before every candidate has its finishReason was cut off. Withholding the end
+    // part lets the worker report that instead of passing a truncated answer off as complete.
+    if ([...this.candidates.values()].every((state) => state.finished)) parts.push({ type: 'end' });
+    return parts;
   }
 
   private stateFor(index: number): CandidateState {
     let state = this.candidates.get(index);
     if (!state) {
-      state = { partCount: 0, toolCallCount: 0 };
+      state = { partCount: 0, toolCallCount: 0, finished: false };
       this.candidates.set(index, state);
     }
     return state;
