@@ -137,7 +137,7 @@ export function createChatCompletionsHandler(dependencies: ChatRouteDependencies
     let servedModel = request.model;
     const fail = (error: GatewayError) => {
       finish();
-      if (writer.started && formatter) writer.end(formatter.errorChunk(servedModel, { code: error.code, message: error.message, status: error.status }), true);
+      if (writer.started && formatter) writer.end(formatter.errorChunk(servedModel, { code: error.code, message: error.message, status: error.status }));
       else replyError(res, state, error);
     };
     return {

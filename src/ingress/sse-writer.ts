@@ -10,7 +10,6 @@ export class SseWriter {
   private queue: string[] = [];
   private queuedBytes = 0;
   private backedUp = false;
-  private closeAfterDrain = false;
   closed = false;
 
   constructor(
@@ -39,12 +38,15 @@ export class SseWriter {
     });
   }
 
-  /** Sends the last frames and ends the response (after any queued frames); optionally closes the connection too. */
-  end(frames: string, closeConnection = false): void {
+  /**
+   * Sends the last frames and ends the response (after any queued frames). The chunked body is
+   * terminated properly; uWS would write a stray Connection header into a started body if asked
+   * to close the connection here.
+   */
+  end(frames: string): void {
     if (this.closed || this.state.aborted) return;
     if (this.backedUp) {
       this.queue.push(frames);
-      this.closeAfterDrain = closeConnection;
       this.closed = true;
       this.state.done = true;
       return;
@@ -53,7 +55,7 @@ export class SseWriter {
     this.state.done = true;
     this.res.cork(() => {
       this.writeHeadersOnce();
-      this.res.end(frames, closeConnection);
+      this.res.end(frames);
     });
   }
 
@@ -76,7 +78,7 @@ export class SseWriter {
       this.queuedBytes = 0;
       const finishing = this.closed;
       if (finishing) {
-        this.res.end(pending, this.closeAfterDrain);
+        this.res.end(pending);
         return true;
       }
       const ok = pending.length === 0 ? true : this.res.write(pending);

@@ -140,8 +140,20 @@ function formatPath(path: Array<string | number>): string {
   return path.reduce<string>((text, part) => (typeof part === 'number' ? `${text}[${part}]` : text ? `${text}.${part}` : part), '');
 }
 
-function issueToError(issue: z.ZodIssue): GatewayError {
+function valueAt(root: unknown, path: Array<string | number>): unknown {
+  let value = root;
+  for (const part of path) {
+    if (value === null || typeof value !== 'object') return undefined;
+    value = (value as Record<string | number, unknown>)[part];
+  }
+  return value;
+}
+
+function issueToError(issue: z.ZodIssue, body?: unknown): GatewayError {
   const param = formatPath(issue.path) || null;
+  if (body !== undefined && issue.path.length > 0 && issue.code !== 'unrecognized_keys' && valueAt(body, issue.path) === undefined) {
+    return new GatewayError('missing_required_parameter', `Missing required parameter: '${param}'.`, { param });
+  }
   if (issue.code === 'unrecognized_keys') {
     return new GatewayError('unknown_parameter', `Unrecognized request argument supplied: ${issue.keys.join(', ')}`, { param: issue.keys[0] ?? null });
   }
@@ -162,7 +174,7 @@ export function parseChatRequest(body: unknown): ChatRequest {
     throw new GatewayError('invalid_value', 'The request body must be a JSON object.');
   }
   const parsed = chatRequestSchema.safeParse(body);
-  if (!parsed.success) throw issueToError(parsed.error.issues[0]!);
+  if (!parsed.success) throw issueToError(parsed.error.issues[0]!, body);
   const request = parsed.data as unknown as ChatRequest;
   request.messages.forEach((entry, index) => {
     if (entry.role !== 'assistant') return;

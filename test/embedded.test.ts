@@ -1,0 +1,15 @@
+import { describe } from 'vitest';
+import { describeAuthentication } from './http/auth-behaviour.js';
+import { describeFallbacks } from './http/fallback-behaviour.js';
+import { useGateway } from './http/gateway-context.js';
+import { describeStreaming } from './http/streaming-behaviour.js';
+import { describeValidation } from './http/validation-behaviour.js';
+
+// The HTTP behaviour suite against the embedded default (one process, no Redis or PostgreSQL).
+describe('embedded deployment', () => {
+  const context = useGateway('embedded');
+  describeValidation(context);
+  describeAuthentication(context);
+  describeStreaming(context);
+  describeFallbacks(context);
+});

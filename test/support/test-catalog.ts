@@ -1,0 +1,57 @@
+// A catalog whose providers are the test doubles. Prices are round numbers so tests can compute
+// exact costs; time-outs are short so hang cases finish quickly.
+
+export interface TestCatalogOptions {
+  openAiUrl: string;
+  anthropicUrl?: string;
+  geminiUrl?: string;
+  firstTokenMs?: number;
+  totalMs?: number;
+}
+
+export const testModels = ['alpha', 'beta', 'gamma', 'delta', 'epsilon', 'zeta', 'eta'] as const;
+
+/** USD per million tokens for svc/<name>: prompt, completion. */
+export const testPrices: Record<string, [number, number]> = {
+  alpha: [1, 2],
+  beta: [3, 4],
+  gamma: [5, 6],
+  delta: [7, 8],
+  epsilon: [9, 10],
+  zeta: [11, 12],
+  eta: [13, 14],
+  nokey: [1, 1],
+};
+
+export function testCatalogYaml(options: TestCatalogOptions): string {
+  const timeouts = `    timeouts: { connect_ms: 1000, first_token_ms: ${options.firstTokenMs ?? 1500}, total_ms: ${options.totalMs ?? 6000} }`;
+  const lines = [
+    'providers:',
+    '  double:',
+    '    api: openai',
+    `    base_url: ${options.openAiUrl}`,
+    '    api_key: ${SB_TEST_UPSTREAM_KEY}',
+    timeouts,
+    '  unconfigured:',
+    '    api: openai',
+    `    base_url: ${options.openAiUrl}`,
+    '    api_key: ${SB_TEST_MISSING_KEY}',
+  ];
+  if (options.anthropicUrl) lines.push('  anthropic-double:', '    api: anthropic', `    base_url: ${options.anthropicUrl}`, '    api_key: test-anthropic-key', timeouts);
+  if (options.geminiUrl) lines.push('  gemini-double:', '    api: gemini', `    base_url: ${options.geminiUrl}`, '    api_key: test-gemini-key', timeouts);
+  lines.push('models:');
+  const model = (id: string, provider: string, upstream: string, prices: [number, number]) =>
+    lines.push(
+      `  - id: svc/${id}`,
+      `    provider: ${provider}`,
+      `    upstream_model: ${upstream}`,
+      '    context_length: 32768',
+      '    max_output_tokens: 1000',
+      `    pricing: { prompt_usd_per_million: ${prices[0]}, completion_usd_per_million: ${prices[1]} }`,
+    );
+  for (const name of testModels) model(name, 'double', name, testPrices[name]!);
+  model('nokey', 'unconfigured', 'nokey', testPrices.nokey!);
+  if (options.anthropicUrl) model('claude-test', 'anthropic-double', 'claude-test', [3, 15]);
+  if (options.geminiUrl) model('gemini-test', 'gemini-double', 'gemini-test', [1, 4]);
+  return `${lines.join('\n')}\n`;
+}
