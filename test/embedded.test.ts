@@ -2,6 +2,7 @@ import { describe } from 'vitest';
 import { describeAuthentication } from './http/auth-behaviour.js';
 import { describeFallbacks } from './http/fallback-behaviour.js';
 import { useGateway } from './http/gateway-context.js';
+import { describeOpenAiClient } from './http/openai-client-behaviour.js';
 import { describeStreaming } from './http/streaming-behaviour.js';
 import { describeValidation } from './http/validation-behaviour.js';
 
@@ -12,4 +13,5 @@ describe('embedded deployment', () => {
   describeAuthentication(context);
   describeStreaming(context);
   describeFallbacks(context);
+  describeOpenAiClient(context);
 });

@@ -1,0 +1,12 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    include: ['test/**/*.test.ts'],
+    testTimeout: 20_000,
+    hookTimeout: 60_000,
+    // Two cores: run files two at a time; servers use random ports and tests their own Redis prefix and schema.
+    maxWorkers: 2,
+    reporters: ['default'],
+  },
+});
