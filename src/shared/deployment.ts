@@ -1,13 +1,66 @@
 import { join } from 'node:path';
+import type { Redis } from 'ioredis';
 import type { GatewayConfig } from './config.js';
 import type { Counters } from './counters/counters.js';
 import { createMemoryCounters } from './counters/memory-counters.js';
+import { createRedisCounters } from './counters/redis-counters.js';
 import { openPostgresStore } from './store/postgres-store.js';
 import { openSqliteStore } from './store/sqlite-store.js';
 import type { Store } from './store/store.js';
+import { asUnavailable, RedisNames } from './transport/redis-connections.js';
 
 // Picks the parts behind each interface: PostgreSQL when DATABASE_URL is set, else the embedded
-// database file in the data folder.
+// database file in the data folder; Redis counters and the BullMQ transport when REDIS_URL is set
+// (the scaled-out processes, src/ingress/ingress-main.ts and src/workers/worker-main.ts).
+
+export interface ScaleOutSettings {
+  /** Prefix of every Redis key, channel and BullMQ queue (SWITCHBOARD_REDIS_PREFIX). */
+  redisPrefix: string;
+  /** PostgreSQL schema holding the tables (SWITCHBOARD_DATABASE_SCHEMA); the default search path when unset. */
+  databaseSchema?: string;
+  /** Ingress: silence after which a running job's worker is taken for dead (SWITCHBOARD_WORKER_SILENCE_MS). */
+  workerSilenceMs: number;
+  /** Ingress: how long a job whose worker died before its first token waits for a re-run (SWITCHBOARD_RERUN_WAIT_MS). */
+  rerunWaitMs: number;
+  /** Ingress: how long a job may wait for any worker (SWITCHBOARD_QUEUE_WAIT_MS). */
+  queueWaitMs: number;
+  /** Worker: heartbeat of a quiet running job (SWITCHBOARD_HEARTBEAT_MS). */
+  heartbeatMs: number;
+  /** Worker: BullMQ job lock; a dead worker's job is re-queued once it lapses (SWITCHBOARD_JOB_LOCK_MS). */
+  jobLockMs: number;
+  /** Worker: how often stalled jobs are looked for (SWITCHBOARD_STALLED_CHECK_MS). */
+  stalledCheckMs: number;
+}
+
+function positiveInteger(environment: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const raw = environment[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value <= 0) throw new Error(`${name} must be a positive whole number, got '${raw}'.`);
+  return value;
+}
+
+export function readScaleOutSettings(environment: NodeJS.ProcessEnv = process.env): ScaleOutSettings {
+  const redisPrefix = environment.SWITCHBOARD_REDIS_PREFIX || 'switchboard';
+  new RedisNames(redisPrefix); // validates
+  return {
+    redisPrefix,
+    databaseSchema: environment.SWITCHBOARD_DATABASE_SCHEMA || undefined,
+    workerSilenceMs: positiveInteger(environment, 'SWITCHBOARD_WORKER_SILENCE_MS', 4000),
+    rerunWaitMs: positiveInteger(environment, 'SWITCHBOARD_RERUN_WAIT_MS', 15_000),
+    queueWaitMs: positiveInteger(environment, 'SWITCHBOARD_QUEUE_WAIT_MS', 60_000),
+    heartbeatMs: positiveInteger(environment, 'SWITCHBOARD_HEARTBEAT_MS', 1000),
+    jobLockMs: positiveInteger(environment, 'SWITCHBOARD_JOB_LOCK_MS', 3000),
+    stalledCheckMs: positiveInteger(environment, 'SWITCHBOARD_STALLED_CHECK_MS', 1000),
+  };
+}
+
+/** The scaled-out processes need both shared services; say so plainly instead of half-starting. */
+export function requireScaleOutServices(config: GatewayConfig, processName: string): { redisUrl: string; databaseUrl: string } {
+  const missing = [!config.redisUrl && 'REDIS_URL (e.g. redis://127.0.0.1:6379)', !config.databaseUrl && 'DATABASE_URL (e.g. postgres://user@host:5432/switchboard)'].filter(Boolean);
+  if (missing.length > 0) throw new Error(`The ${processName} process is part of the scaled-out deployment and needs ${missing.join(' and ')}. For a single process without them, run \`npm start\`.`);
+  return { redisUrl: config.redisUrl!, databaseUrl: config.databaseUrl! };
+}
 
 export async function openStore(config: GatewayConfig, options: { schema?: string } = {}): Promise<Store> {
   if (config.databaseUrl) return openPostgresStore(config.databaseUrl, { schema: options.schema });
@@ -16,4 +69,30 @@ export async function openStore(config: GatewayConfig, options: { schema?: strin
 
 export function openMemoryCounters(store: Store): Counters {
   return createMemoryCounters({ spendSource: (keyId, since) => store.spentNanosSince(keyId, since) });
+}
+
+/**
+ * Counters in Redis, shared by every ingress and worker, so limits, budgets and revocations hold
+ * across instances. A Redis failure surfaces as a 503 `service_unavailable` with a clear message.
+ */
+export function openRedisCounters(redis: Redis, settings: ScaleOutSettings, store: Store): Counters {
+  const counters = createRedisCounters({
+    redis,
+    keyPrefix: new RedisNames(settings.redisPrefix).counters,
+    spendSource: (keyId, since) => store.spentNanosSince(keyId, since),
+  });
+  const guard = <A extends unknown[], R>(what: string, call: (...args: A) => Promise<R>) => async (...args: A): Promise<R> => {
+    try {
+      return await call(...args);
+    } catch (error) {
+      throw asUnavailable(error, what);
+    }
+  };
+  return {
+    admit: guard('check this key\'s limits', counters.admit),
+    settle: guard('settle this request\'s cost', counters.settle),
+    revoke: guard('revoke the key', counters.revoke),
+    reset: guard('reset the key\'s counters', counters.reset),
+    close: counters.close,
+  };
 }

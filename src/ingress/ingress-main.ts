@@ -1,0 +1,87 @@
+import { loadCatalog } from '../shared/catalog/catalog-loader.js';
+import { readConfig, resolveAdminToken } from '../shared/config.js';
+import { openRedisCounters, openStore, readScaleOutSettings, requireScaleOutServices } from '../shared/deployment.js';
+import { createLogger } from '../shared/logger.js';
+import { prepareTokenCounter } from '../shared/token-counter.js';
+import { openRedis, quitQuietly, waitUntilReady } from '../shared/transport/redis-connections.js';
+import { RedisIngressTransport } from '../shared/transport/redis-transport.js';
+import { startIngress, type RunningIngress } from './server.js';
+
+// The `web` process of the scaled-out deployment (Procfile): authenticates, admits and enqueues
+// completion jobs in BullMQ, and streams the events that workers publish back over Redis pub/sub.
+// Reads PORT, HOST, REDIS_URL, DATABASE_URL, SWITCHBOARD_CATALOG and the SWITCHBOARD_* settings.
+
+async function main(): Promise<void> {
+  const environment = process.env;
+  const config = readConfig(environment);
+  const logger = createLogger(config.logLevel, 'switchboard-ingress');
+  const { redisUrl } = requireScaleOutServices(config, 'ingress');
+  const settings = readScaleOutSettings(environment);
+  const catalog = loadCatalog(environment);
+  const admin = resolveAdminToken(config, environment);
+  if (admin.generated) {
+    process.stdout.write(`Generated an admin token (stored in ${admin.path}; shown once): ${admin.token}\n`);
+    logger.warn('SWITCHBOARD_ADMIN_TOKEN is not set: every ingress instance must share one admin token, so set it for a scaled-out deployment');
+  }
+  await prepareTokenCounter();
+  const store = await openStore(config, { schema: settings.databaseSchema });
+  const countersRedis = openRedis(redisUrl, 'fail-fast', 'sb:ingress:counters', logger);
+  await waitUntilReady(countersRedis, redisUrl);
+  const counters = openRedisCounters(countersRedis, settings, store);
+
+  let ingress: RunningIngress | undefined;
+  const transport = new RedisIngressTransport({
+    redisUrl,
+    prefix: settings.redisPrefix,
+    maxQueued: config.maxQueuedJobs,
+    logger,
+    watchdog: { silenceMs: settings.workerSilenceMs, rerunWaitMs: settings.rerunWaitMs, queueWaitMs: settings.queueWaitMs },
+    // A key changed through any ingress: drop our cached record now (null: we may have missed some).
+    onKeyChange: (publicId) => ingress?.keys.invalidate(publicId ?? undefined),
+  });
+  ingress = await startIngress({
+    port: config.port,
+    host: config.host,
+    catalog,
+    store,
+    counters,
+    transport,
+    logger,
+    adminToken: admin.token,
+    maxBodyBytes: config.maxBodyBytes,
+    maxQueuedStreamBytes: config.maxQueuedStreamBytes,
+    keyCacheMs: config.keyCacheMs,
+    announceKeyChange: (publicId) => transport.announceKeyChange(publicId),
+  });
+  const host = config.host === '0.0.0.0' ? '127.0.0.1' : config.host;
+  process.stdout.write(`Switchboard ingress ${transport.ingressId} listening on http://${host}:${ingress.port} (uWebSockets.js build ${ingress.build})\n`);
+
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'ingress draining');
+    const running = ingress!;
+    running
+      .drain(config.drainDeadlineMs) // stops accepting, waits for open streams, closes the transport
+      .then(async () => {
+        await counters.close();
+        await quitQuietly(countersRedis);
+        await store.close();
+      })
+      .then(
+        () => process.exit(0),
+        (error: Error) => {
+          logger.error({ err: error }, 'ingress shutdown failed');
+          process.exit(1);
+        },
+      );
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+}
+
+main().catch((error: Error) => {
+  process.stderr.write(`Switchboard ingress could not start: ${error.message}\n`);
+  process.exit(1);
+});

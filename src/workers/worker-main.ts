@@ -1,0 +1,79 @@
+import { loadCatalog } from '../shared/catalog/catalog-loader.js';
+import { readConfig } from '../shared/config.js';
+import { openRedisCounters, openStore, readScaleOutSettings, requireScaleOutServices } from '../shared/deployment.js';
+import { createLogger } from '../shared/logger.js';
+import { prepareTokenCounter } from '../shared/token-counter.js';
+import { openRedis, quitQuietly, waitUntilReady } from '../shared/transport/redis-connections.js';
+import { RedisWorkerTransport } from '../shared/transport/redis-worker-transport.js';
+import { createCompletionHandler } from './completion-worker.js';
+import { ProviderClient } from './provider-client.js';
+
+// The `worker` process of the scaled-out deployment (Procfile): pulls completion jobs from BullMQ,
+// runs the fallback chain against the providers (SWITCHBOARD_WORKER_CONCURRENCY jobs at once; each
+// is mostly waiting on an upstream stream, so hundreds per process are fine) and publishes job
+// events to the ingress holding each client. Scale by running more of these.
+
+async function main(): Promise<void> {
+  const environment = process.env;
+  const config = readConfig(environment);
+  const logger = createLogger(config.logLevel, 'switchboard-worker');
+  const { redisUrl } = requireScaleOutServices(config, 'worker');
+  const settings = readScaleOutSettings(environment);
+  const catalog = loadCatalog(environment);
+  await prepareTokenCounter();
+  const store = await openStore(config, { schema: settings.databaseSchema });
+  // Settlements wait out a short Redis outage rather than lose money (offline queue on).
+  const countersRedis = openRedis(redisUrl, 'worker', 'sb:worker:counters', logger);
+  await waitUntilReady(countersRedis, redisUrl);
+  const counters = openRedisCounters(countersRedis, settings, store);
+  const client = new ProviderClient();
+
+  const transport = new RedisWorkerTransport({
+    redisUrl,
+    prefix: settings.redisPrefix,
+    logger,
+    heartbeatMs: settings.heartbeatMs,
+    lockDurationMs: settings.jobLockMs,
+    stalledIntervalMs: settings.stalledCheckMs,
+    // A job that is not run still gives back the budget its admission reserved.
+    onDropped: async (job, reason) => {
+      logger.info({ jobId: job.id, reason }, 'job dropped without running');
+      if (!job.reservationId) return;
+      await counters
+        .settle({ keyId: job.keyId, reservationId: job.reservationId, costNanos: 0, tokens: 0, budgetPeriod: job.budgetPeriod ?? 'none', now: Date.now() })
+        .catch((error: Error) => logger.error({ err: error, jobId: job.id }, 'could not release the reservation of a dropped job'));
+    },
+  });
+  const handler = createCompletionHandler({ catalog, client, store, counters, logger, workerId: transport.workerId });
+  await transport.start(handler, { concurrency: config.workerConcurrency });
+  process.stdout.write(`Switchboard worker ${transport.workerId} ready (concurrency ${config.workerConcurrency})\n`);
+
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal, active: transport.active }, 'worker finishing its active jobs');
+    transport
+      .close(config.drainDeadlineMs)
+      .then(async () => {
+        await client.close();
+        await counters.close();
+        await quitQuietly(countersRedis);
+        await store.close();
+      })
+      .then(
+        () => process.exit(0),
+        (error: Error) => {
+          logger.error({ err: error }, 'worker shutdown failed');
+          process.exit(1);
+        },
+      );
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+}
+
+main().catch((error: Error) => {
+  process.stderr.write(`Switchboard worker could not start: ${error.message}\n`);
+  process.exit(1);
+});
