@@ -27,6 +27,7 @@ export interface ChatRouteDependencies {
   maxQueuedStreamBytes: number;
   /** Open requests, so that a draining server knows when it may exit. */
   openRequests: Set<string>;
+  lifecycle: { draining: boolean };
 }
 
 function resolveTargets(catalog: Catalog, request: ChatRequest): ModelEntry[] {
@@ -103,6 +104,10 @@ export function createChatCompletionsHandler(dependencies: ChatRouteDependencies
       state.aborted = true;
       onCancel.cancel?.();
     });
+    if (dependencies.lifecycle.draining) {
+      replyError(res, state, new GatewayError('service_unavailable', 'This gateway instance is shutting down; retry on another.', { retryAfterSeconds: 1 }), true);
+      return;
+    }
     handle(res, state, authorization, onCancel).catch((error) => {
       if (!(error instanceof GatewayError)) logger.error({ err: error, requestId: state.requestId }, 'chat completion failed');
       replyError(res, state, error, error instanceof GatewayError && error.code === 'request_too_large');

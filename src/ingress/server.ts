@@ -6,7 +6,7 @@ import type { Counters } from '../shared/counters/counters.js';
 import { GatewayError } from '../shared/errors.js';
 import type { Store } from '../shared/store/store.js';
 import type { IngressTransport } from '../shared/transport/transport.js';
-import { registerAdminRoutes } from './admin-routes.js';
+import { registerAdminRoutes, type AdminDependencies } from './admin-routes.js';
 import { authenticate } from './authenticate.js';
 import { createChatCompletionsHandler } from './chat-completions-route.js';
 import { replyError, replyJson, type ReplyState } from './http-reply.js';
@@ -29,7 +29,19 @@ export interface IngressOptions {
   keyCacheMs: number;
   announceKeyChange?: (publicId: string) => void;
   /** Extra routes (the dashboard) registered on the same app. */
-  extend?: (app: TemplatedApp) => void;
+  extend?: (app: TemplatedApp, context: IngressContext) => void;
+}
+
+/** What `extend` gets besides the app: the admin API's dependencies (to serve the same actions), the catalog and limits. */
+export interface IngressContext {
+  admin: AdminDependencies;
+  catalog: Catalog;
+  maxBodyBytes: number;
+}
+
+/** What a request that arrives on a kept-alive connection during a drain gets. */
+export function shuttingDown(): GatewayError {
+  return new GatewayError('service_unavailable', 'This gateway instance is shutting down; retry on another.', { retryAfterSeconds: 1 });
 }
 
 export interface RunningIngress {
@@ -46,6 +58,7 @@ export async function startIngress(options: IngressOptions): Promise<RunningIngr
   const router = new JobRouter();
   const keys = new KeyDirectory(options.store, options.keyCacheMs);
   const openRequests = new Set<string>();
+  const lifecycle = { draining: false };
   await options.transport.start(router.dispatch);
 
   const modelsBody = modelsListBody(options.catalog);
@@ -55,6 +68,7 @@ export async function startIngress(options: IngressOptions): Promise<RunningIngr
     res.onAborted(() => {
       state.aborted = true;
     });
+    if (lifecycle.draining) return replyError(res, state, shuttingDown(), true);
     handler(state, authorization)
       .then(([status, body]) => replyJson(res, state, status, body))
       .catch((error) => replyError(res, state, error));
@@ -79,12 +93,14 @@ export async function startIngress(options: IngressOptions): Promise<RunningIngr
     maxBodyBytes: options.maxBodyBytes,
     maxQueuedStreamBytes: options.maxQueuedStreamBytes,
     openRequests,
+    lifecycle,
   }));
   app.any('/v1/chat/completions', simple(async () => {
     throw new GatewayError('method_not_allowed', 'Use POST for /v1/chat/completions.');
   }));
-  registerAdminRoutes(app, { store: options.store, counters: options.counters, keys, adminToken: options.adminToken, logger: options.logger, announceKeyChange: options.announceKeyChange }, options.maxBodyBytes);
-  options.extend?.(app);
+  const admin: AdminDependencies = { store: options.store, counters: options.counters, keys, adminToken: options.adminToken, logger: options.logger, announceKeyChange: options.announceKeyChange };
+  registerAdminRoutes(app, admin, options.maxBodyBytes);
+  options.extend?.(app, { admin, catalog: options.catalog, maxBodyBytes: options.maxBodyBytes });
   app.any('/*', simple(async () => {
     throw new GatewayError('not_found', 'Unknown path. The API lives under /v1 (POST /v1/chat/completions, GET /v1/models).');
   }));
@@ -100,6 +116,7 @@ export async function startIngress(options: IngressOptions): Promise<RunningIngr
     build,
     keys,
     async drain(deadlineMs: number) {
+      lifecycle.draining = true;
       uws.us_listen_socket_close(listenSocket);
       const deadline = Date.now() + deadlineMs;
       while (openRequests.size > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
