@@ -1,0 +1,258 @@
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { findProcesses, processTree } from './proc-stats.js';
+import { freePort, repoRoot, sleep, startChild, waitForHttp, waitForLog, type Child } from './processes.js';
+
+// The systems under test. Each one is started once per run and kept up for the whole run, so that
+// runs against the targets can be interleaved.
+
+export interface Target {
+  name: string;
+  label: string;
+  /** Where the load goes (POST). */
+  url: string;
+  /** Extra request headers, `name: value`. */
+  headers: string[];
+  /** The processes whose CPU and memory count as this target's (the gateway, not the provider). */
+  pids(): number[];
+  /** Named groups of processes for a breakdown (ingress, workers, redis). */
+  parts(): Record<string, number[]>;
+  notes: string[];
+  stop(): Promise<void>;
+}
+
+export interface TargetContext {
+  tmp: string;
+  logDir: string;
+  providerPort: number;
+  providerPid: number;
+  redisUrl: string;
+  databaseUrl: string;
+  /** Providers in the Switchboard catalog for idle streams (see idleProviders). */
+  runId: string;
+}
+
+export const targetNames = ['direct', 'nginx', 'portkey', 'embedded', 'scaled-1', 'scaled-2', 'scaled-4'] as const;
+export type TargetName = (typeof targetNames)[number];
+
+export const adminToken = 'sb-admin-bench-token-0123456789';
+export const chatPath = '/v1/chat/completions';
+/**
+ * Switchboard keeps one keep-alive pool of at most 512 connections per provider and process, so
+ * idle streams are spread over this many catalog providers (all pointing at the same fast
+ * provider) to hold thousands open at once. See BENCHMARKS.md.
+ */
+export const idleProviders = 40;
+
+const node = process.execPath;
+
+export function switchboardCatalog(providerPort: number): string {
+  const base = `http://127.0.0.1:${providerPort}/v1`;
+  const lines = ['providers:', '  fast:', '    api: openai', `    base_url: ${base}`, '    api_key: bench-upstream-key'];
+  for (let i = 0; i < idleProviders; i += 1) lines.push(`  idle-${i}:`, '    api: openai', `    base_url: ${base}`, '    api_key: bench-upstream-key');
+  lines.push('models:');
+  const model = (id: string, provider: string, upstream: string) =>
+    lines.push(`  - id: svc/${id}`, `    provider: ${provider}`, `    upstream_model: ${upstream}`, '    context_length: 32768', '    max_output_tokens: 1000', '    pricing: { prompt_usd_per_million: 1, completion_usd_per_million: 2 }');
+  model('bench', 'fast', 'bench');
+  model('paced-20-5', 'fast', 'paced-20-5');
+  for (let i = 0; i < idleProviders; i += 1) model(`idle-${i}`, `idle-${i}`, 'idle');
+  return `${lines.join('\n')}\n`;
+}
+
+export function directTarget(context: TargetContext): Target {
+  return {
+    name: 'direct',
+    label: 'provider directly (floor)',
+    url: `http://127.0.0.1:${context.providerPort}${chatPath}`,
+    headers: ['authorization: Bearer bench-upstream-key'],
+    pids: () => [],
+    parts: () => ({}),
+    notes: [],
+    stop: async () => {},
+  };
+}
+
+export function nginxAvailable(): boolean {
+  try {
+    execFileSync('nginx', ['-v'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export async function startNginx(context: TargetContext): Promise<Target> {
+  const dir = join(context.tmp, 'nginx');
+  mkdirSync(join(dir, 'temp'), { recursive: true });
+  const port = await freePort();
+  const conf = `
+user root;
+daemon off;
+worker_processes 1;
+worker_rlimit_nofile 19000;
+pid ${dir}/nginx.pid;
+error_log ${dir}/error.log warn;
+events { worker_connections 18000; }
+http {
+  access_log off;
+  client_body_temp_path ${dir}/temp/client;
+  proxy_temp_path ${dir}/temp/proxy;
+  fastcgi_temp_path ${dir}/temp/fastcgi;
+  uwsgi_temp_path ${dir}/temp/uwsgi;
+  scgi_temp_path ${dir}/temp/scgi;
+  keepalive_requests 1000000;
+  upstream provider {
+    server 127.0.0.1:${context.providerPort};
+    keepalive 512;
+    keepalive_requests 1000000;
+  }
+  server {
+    listen 127.0.0.1:${port} backlog=4096;
+    location / {
+      proxy_pass http://provider;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_buffering off;
+      proxy_read_timeout 300s;
+    }
+  }
+}
+`;
+  writeFileSync(join(dir, 'nginx.conf'), conf);
+  const child = startChild('nginx', 'nginx', ['-e', join(dir, 'error.log'), '-p', dir, '-c', join(dir, 'nginx.conf')], { logDir: context.logDir });
+  await waitForHttp(`http://127.0.0.1:${port}/healthz`, 10_000, child);
+  return {
+    name: 'nginx',
+    label: 'nginx 1 worker, plain reverse proxy',
+    url: `http://127.0.0.1:${port}${chatPath}`,
+    headers: ['authorization: Bearer bench-upstream-key'],
+    pids: () => processTree(child.pid),
+    parts: () => ({ nginx: processTree(child.pid) }),
+    notes: ['worker_processes 1, access_log off, proxy_buffering off, upstream keepalive 512'],
+    stop: () => child.stop(),
+  };
+}
+
+export function portkeyAvailable(): boolean {
+  return existsSync(join(repoRoot, 'node_modules/@portkey-ai/gateway/build/start-server.js'));
+}
+
+export async function startPortkey(context: TargetContext): Promise<Target> {
+  const port = await freePort();
+  const child = startChild(
+    'portkey',
+    node,
+    ['--import', join(repoRoot, 'bench/portkey-preload.mjs'), join(repoRoot, 'node_modules/@portkey-ai/gateway/build/start-server.js'), `--port=${port}`, '--headless'],
+    { logDir: context.logDir, env: { ...process.env, NODE_ENV: 'production' } },
+  );
+  await waitForHttp(`http://127.0.0.1:${port}/`, 30_000, child);
+  return {
+    name: 'portkey',
+    label: 'Portkey gateway 1.15.2',
+    url: `http://127.0.0.1:${port}${chatPath}`,
+    headers: ['authorization: Bearer bench-upstream-key', 'x-portkey-provider: openai', `x-portkey-custom-host: http://127.0.0.1:${context.providerPort}/v1`],
+    pids: () => processTree(child.pid),
+    parts: () => ({ portkey: processTree(child.pid) }),
+    notes: ['streams need bench/portkey-preload.mjs (upstream stream responses re-wrapped with writable headers) on Node 20'],
+    stop: () => child.stop(),
+  };
+}
+
+async function createKey(baseUrl: string): Promise<string> {
+  const response = await fetch(`${baseUrl}/admin/v1/keys`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ name: 'bench' }),
+  });
+  const body = (await response.json()) as { key?: string };
+  if (response.status !== 201 || !body.key) throw new Error(`Creating a key failed: ${response.status} ${JSON.stringify(body)}`);
+  return body.key;
+}
+
+function switchboardEnvironment(context: TargetContext, port: number, dataDir: string): NodeJS.ProcessEnv {
+  return {
+    ...process.env,
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    SWITCHBOARD_CATALOG: join(context.tmp, 'catalog.yaml'),
+    SWITCHBOARD_DATA_DIR: dataDir,
+    SWITCHBOARD_ADMIN_TOKEN: adminToken,
+    LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn',
+    // Enough job slots for the idle-stream test; the load tests never have this many in flight.
+    SWITCHBOARD_WORKER_CONCURRENCY: '12000',
+    SWITCHBOARD_DRAIN_DEADLINE_MS: '2000',
+    NODE_ENV: 'production',
+  };
+}
+
+export async function startEmbedded(context: TargetContext): Promise<Target> {
+  const port = await freePort();
+  const dataDir = join(context.tmp, 'embedded-data');
+  mkdirSync(dataDir, { recursive: true });
+  // The same program as `npm start` (tsx src/main.ts), run as one node process so that its pid is the gateway's.
+  const child = startChild('embedded', node, ['--import', 'tsx', 'src/main.ts'], { logDir: context.logDir, env: switchboardEnvironment(context, port, dataDir) });
+  const base = `http://127.0.0.1:${port}`;
+  await waitForHttp(`${base}/healthz`, 30_000, child);
+  const key = await createKey(base);
+  return {
+    name: 'embedded',
+    label: 'Switchboard embedded (npm start)',
+    url: `${base}${chatPath}`,
+    headers: [`authorization: Bearer ${key}`],
+    pids: () => [child.pid],
+    parts: () => ({ gateway: [child.pid] }),
+    notes: [],
+    stop: () => child.stop(),
+  };
+}
+
+export function scaledOutAvailable(): boolean {
+  return existsSync(join(repoRoot, 'src/ingress/ingress-main.ts')) && existsSync(join(repoRoot, 'src/workers/worker-main.ts'));
+}
+
+export function redisPids(redisUrl: string): number[] {
+  const port = new URL(redisUrl).port || '6379';
+  return findProcesses('redis-server', `:${port}`);
+}
+
+export async function startScaledOut(context: TargetContext, workers: number, schema: string): Promise<Target> {
+  const port = await freePort();
+  const dataDir = join(context.tmp, `scaled-${workers}-data`);
+  mkdirSync(dataDir, { recursive: true });
+  const environment = {
+    ...switchboardEnvironment(context, port, dataDir),
+    REDIS_URL: context.redisUrl,
+    DATABASE_URL: context.databaseUrl,
+    SWITCHBOARD_REDIS_PREFIX: `sbbench-${context.runId}-w${workers}`,
+    SWITCHBOARD_DATABASE_SCHEMA: schema,
+  };
+  const ingress = startChild(`scaled-${workers}-ingress`, node, ['--import', 'tsx', 'src/ingress/ingress-main.ts'], { logDir: context.logDir, env: environment });
+  const base = `http://127.0.0.1:${port}`;
+  const workerChildren: Child[] = [];
+  try {
+    await waitForHttp(`${base}/healthz`, 30_000, ingress);
+    for (let i = 0; i < workers; i += 1) {
+      workerChildren.push(startChild(`scaled-${workers}-worker-${i}`, node, ['--import', 'tsx', 'src/workers/worker-main.ts'], { logDir: context.logDir, env: environment }));
+    }
+    await Promise.all(workerChildren.map((worker) => waitForLog(worker, /ready/, 30_000)));
+  } catch (error) {
+    await Promise.all([ingress.stop(), ...workerChildren.map((worker) => worker.stop())]);
+    throw error;
+  }
+  const key = await createKey(base);
+  await sleep(200);
+  const workerPids = () => workerChildren.map((worker) => worker.pid);
+  return {
+    name: `scaled-${workers}`,
+    label: `Switchboard scaled out, ingress + ${workers} worker${workers > 1 ? 's' : ''}`,
+    url: `${base}${chatPath}`,
+    headers: [`authorization: Bearer ${key}`],
+    pids: () => [ingress.pid, ...workerPids()],
+    parts: () => ({ ingress: [ingress.pid], workers: workerPids(), redis: redisPids(context.redisUrl) }),
+    notes: [],
+    stop: async () => {
+      await Promise.all([ingress.stop(), ...workerChildren.map((worker) => worker.stop())]);
+    },
+  };
+}
