@@ -2,9 +2,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
+import Database from 'better-sqlite3';
 import pg from 'pg';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import type { LedgerEntry, NewKey, Store } from '../src/shared/store/store.js';
+import type { LedgerEntry, NewKey, Store, UsageFilter, UsageRow } from '../src/shared/store/store.js';
 import { openSqliteStore } from '../src/shared/store/sqlite-store.js';
 import { openPostgresStore } from '../src/shared/store/postgres-store.js';
 
@@ -12,8 +13,8 @@ import { openPostgresStore } from '../src/shared/store/postgres-store.js';
 // cannot drift apart. Each test gets its own empty database (file or schema).
 
 interface StoreTarget {
-  /** A new, empty database; every store `open` returns shares it. */
-  fresh(): { open: () => Promise<Store> };
+  /** A new, empty database; every store `open` returns shares it; `raw` runs SQL on it directly. */
+  fresh(): { open: () => Promise<Store>; raw: (sql: string) => Promise<void> };
   /** Removes every database `fresh` made. */
   dispose(): Promise<void>;
 }
@@ -25,7 +26,17 @@ function sqliteTarget(): StoreTarget {
     fresh() {
       // A nested, missing folder: opening must create it.
       const file = join(root, `db-${n++}`, 'nested', 'switchboard.db');
-      return { open: () => openSqliteStore(file) };
+      return {
+        open: () => openSqliteStore(file),
+        async raw(sql) {
+          const db = new Database(file);
+          try {
+            db.exec(sql);
+          } finally {
+            db.close();
+          }
+        },
+      };
     },
     async dispose() {
       rmSync(root, { recursive: true, force: true });
@@ -39,7 +50,18 @@ function postgresTarget(url: string): StoreTarget {
     fresh() {
       const schema = `sb_test_${randomBytes(6).toString('hex')}`;
       schemas.push(schema);
-      return { open: () => openPostgresStore(url, { schema }) };
+      return {
+        open: () => openPostgresStore(url, { schema }),
+        async raw(sql) {
+          const client = new pg.Client({ connectionString: url, options: `-c search_path=${schema}` });
+          await client.connect();
+          try {
+            await client.query(sql);
+          } finally {
+            await client.end();
+          }
+        },
+      };
     },
     async dispose() {
       const client = new pg.Client({ connectionString: url });
@@ -172,6 +194,7 @@ function storeConformance(name: string, makeTarget: () => StoreTarget): void {
       await Promise.all([store.recordUsage(e), store.recordUsage(e)]);
       expect((await store.getKey(key.id))?.spentUsd).toBe(7_000 / 1e9);
       expect(await store.listLedger({ keyId: key.id })).toEqual([e]);
+      expect(await store.queryUsage({ keyId: key.id })).toEqual([{ requests: 1, prompt_tokens: 10, completion_tokens: 5, cost_usd: 7_000 / 1e9 }]);
     });
 
     it('keeps spend exact under concurrent records for one key', async () => {
@@ -180,6 +203,9 @@ function storeConformance(name: string, makeTarget: () => StoreTarget): void {
       await Promise.all(Array.from({ length: 40 }, (_, i) => store.recordUsage(entry({ id: `c_${i}`, keyId: key.id, costNanos: 333_333_337 }))));
       expect(await store.spentNanosSince(key.id, '2000-01-01T00:00:00.000Z')).toBe(40 * 333_333_337);
       expect((await store.getKey(key.id))?.spentUsd).toBe((40 * 333_333_337) / 1e9);
+      expect(await store.queryUsage({ keyId: key.id, groupBy: 'day' })).toEqual([
+        { day: '2026-11-22', requests: 40, prompt_tokens: 400, completion_tokens: 200, cost_usd: (40 * 333_333_337) / 1e9 },
+      ]);
     });
 
     it('sums odd nano values exactly', async () => {
@@ -206,6 +232,10 @@ function storeConformance(name: string, makeTarget: () => StoreTarget): void {
       await store.recordUsage(entry({ id: 'd', keyId: other.id, costNanos: 4000, createdAt: '2026-11-25T00:00:00.000Z' }));
       expect(await store.spentNanosSince(key.id, '2026-11-22T00:00:00.000Z')).toBe(320);
       expect(await store.spentNanosSince(key.id, '2026-11-26T00:00:00.000Z')).toBe(0);
+      // Mid-day starts read the partial day from the ledger, the rest from the daily rollup.
+      expect(await store.spentNanosSince(key.id, '2026-11-21T23:59:59.999Z')).toBe(321);
+      expect(await store.spentNanosSince(key.id, '2026-11-22T02:00:00.001+02:00')).toBe(300);
+      expect(await store.spentNanosSince(key.id, '2026-11-25T00:00:00.001Z')).toBe(0);
       expect(await store.spentNanosSince('missing', '2000-01-01T00:00:00.000Z')).toBe(0);
     });
 
@@ -304,6 +334,101 @@ function storeConformance(name: string, makeTarget: () => StoreTarget): void {
         expect(list).toHaveLength(100);
         expect(list[0].id).toBe('l_104');
         expect(list[99].id).toBe('l_005');
+      });
+    });
+
+    describe('usage rollups', () => {
+      // Rows at awkward times over five UTC days, for several keys and models (and unserved ones).
+      const models = ['m_a', 'm_b', null] as const;
+      const rows: LedgerEntry[] = Array.from({ length: 60 }, (_, i) =>
+        entry({
+          id: `r_${i}`,
+          keyId: `k_${i % 3}`,
+          servedModel: models[i % models.length === 2 && i % 4 !== 2 ? 0 : i % models.length] ?? null,
+          promptTokens: 7 + i,
+          completionTokens: 3 * i,
+          costNanos: 1_000_003 * (i + 1),
+          // From 2026-11-20T22:00Z in steps of 1 h 59 min 59.999 s, so rows fall at and around midnight.
+          createdAt: new Date(Date.UTC(2026, 10, 20, 22) + i * (2 * 3_600_000 - 1)).toISOString(),
+        }),
+      );
+
+      function expected(filter: UsageFilter): UsageRow[] {
+        const match = rows.filter(
+          (r) =>
+            (filter.keyId === undefined || r.keyId === filter.keyId) &&
+            (filter.model === undefined || r.servedModel === filter.model) &&
+            (filter.since === undefined || Date.parse(r.createdAt) >= Date.parse(filter.since)) &&
+            (filter.until === undefined || Date.parse(r.createdAt) < Date.parse(filter.until)),
+        );
+        const groupOf = (r: LedgerEntry): string | null =>
+          filter.groupBy === 'key' ? r.keyId : filter.groupBy === 'model' ? r.servedModel : filter.groupBy === 'day' ? r.createdAt.slice(0, 10) : null;
+        const groups = new Map<string | null, { requests: number; prompt_tokens: number; completion_tokens: number; nanos: number }>();
+        if (!filter.groupBy) groups.set(null, { requests: 0, prompt_tokens: 0, completion_tokens: 0, nanos: 0 });
+        for (const r of match) {
+          const g = groups.get(groupOf(r)) ?? { requests: 0, prompt_tokens: 0, completion_tokens: 0, nanos: 0 };
+          g.requests += 1;
+          g.prompt_tokens += r.promptTokens;
+          g.completion_tokens += r.completionTokens;
+          g.nanos += r.costNanos;
+          groups.set(groupOf(r), g);
+        }
+        const field = filter.groupBy === 'key' ? 'key_id' : filter.groupBy === 'model' ? 'model' : 'day';
+        return [...groups.entries()]
+          .sort(([a], [b]) => (a === null ? 1 : b === null ? -1 : a < b ? -1 : a > b ? 1 : 0))
+          .map(([g, t]) => ({
+            ...(filter.groupBy && g !== null ? { [field]: g } : {}),
+            requests: t.requests,
+            prompt_tokens: t.prompt_tokens,
+            completion_tokens: t.completion_tokens,
+            cost_usd: t.nanos / 1e9,
+          }));
+      }
+
+      const times = [
+        undefined,
+        '2026-11-20T00:00:00.000Z',
+        '2026-11-21T00:00:00.000Z',
+        '2026-11-21T00:00:00.001Z',
+        '2026-11-21T23:59:59.999Z',
+        '2026-11-22T13:37:00.000+02:00',
+        '2026-11-23T00:00:00.000Z',
+        '2026-11-25T05:00:00.000Z',
+        '2026-12-01T00:00:00.000Z',
+      ];
+      const filters: UsageFilter[] = [];
+      for (const since of times) for (const until of times) filters.push({ since, until });
+
+      async function checkAll(store: Store): Promise<void> {
+        for (const range of filters) {
+          for (const groupBy of [undefined, 'key', 'model', 'day'] as const) {
+            const f = { ...range, groupBy };
+            expect(await store.queryUsage(f), JSON.stringify(f)).toEqual(expected(f));
+          }
+          for (const narrow of [{ keyId: 'k_1' }, { model: 'm_b' }, { keyId: 'k_2', model: 'm_a', groupBy: 'day' as const }, { model: '' }]) {
+            const f = { ...range, ...narrow };
+            expect(await store.queryUsage(f), JSON.stringify(f)).toEqual(expected(f));
+          }
+          if (range.since !== undefined) expect(await store.spentNanosSince('k_0', range.since)).toBe(Math.round(expected({ keyId: 'k_0', since: range.since })[0]!.cost_usd * 1e9));
+        }
+      }
+
+      it('answer every range, filter and grouping exactly as the ledger would', async () => {
+        const store = await open();
+        for (const r of rows) await store.recordUsage(r);
+        await checkAll(store);
+      });
+
+      it('are rebuilt from the ledger, and backfilled when a ledger predates them', async () => {
+        const db = target.fresh();
+        const store = await open(db);
+        for (const r of rows) await store.recordUsage(r);
+        await store.rebuildUsageRollups();
+        await checkAll(store);
+        // The state of a database written before the rollup existed: migration 2 fills it in.
+        await db.raw('DROP TABLE usage_daily; DELETE FROM schema_migrations WHERE version = 2');
+        const reopened = await open(db);
+        await checkAll(reopened);
       });
     });
 

@@ -1,6 +1,7 @@
 import pg from 'pg';
 import type { AttemptRecord } from '../job.js';
 import type { BudgetPeriod, KeyPatch, KeyRecord, LedgerEntry, NewKey, Store, UsageFilter, UsageRow } from './store.js';
+import { planUsage, type TimeRange } from './usage-plan.js';
 
 // The scaled-out store: PostgreSQL shared by every ingress and worker process. Same tables and
 // semantics as sqlite-store.ts; both pass test/store-conformance.test.ts. Bigint and numeric
@@ -15,6 +16,12 @@ export interface PostgresStoreOptions {
   /** Pool size; each process keeps its own pool, so keep it small. */
   max?: number;
 }
+
+// Fills the daily rollup from the ledger: the backfill of migration 2 and rebuildUsageRollups().
+// Part of a shipped migration: change it only together with a new migration.
+const ROLLUP_FROM_LEDGER = `INSERT INTO usage_daily (day, key_id, model, requests, prompt_tokens, completion_tokens, cost_nanos)
+  SELECT (created_at AT TIME ZONE 'UTC')::date, key_id, COALESCE(served_model, ''), COUNT(*), SUM(prompt_tokens), SUM(completion_tokens), SUM(cost_nanos)
+  FROM usage_ledger GROUP BY 1, 2, 3`;
 
 // Each entry is applied once, in order, and recorded in schema_migrations; never edit a shipped one.
 const MIGRATIONS: { version: number; sql: string }[] = [
@@ -57,6 +64,26 @@ const MIGRATIONS: { version: number; sql: string }[] = [
       CREATE INDEX usage_ledger_model_time ON usage_ledger (served_model, created_at);
     `,
   },
+  {
+    // The daily rollup behind the usage API (see usage-plan.ts): one row per UTC day, key and
+    // served model ('' when no model served the request), kept in the ledger's statement.
+    version: 2,
+    sql: `
+      CREATE TABLE usage_daily (
+        day DATE NOT NULL,
+        key_id TEXT NOT NULL,
+        model TEXT NOT NULL,
+        requests BIGINT NOT NULL,
+        prompt_tokens BIGINT NOT NULL,
+        completion_tokens BIGINT NOT NULL,
+        cost_nanos BIGINT NOT NULL,
+        PRIMARY KEY (day, key_id, model)
+      );
+      CREATE INDEX usage_daily_key ON usage_daily (key_id, day);
+      CREATE INDEX usage_daily_model ON usage_daily (model, day);
+      ${ROLLUP_FROM_LEDGER};
+    `,
+  },
 ];
 
 // Only these columns may be patched; the map also keeps caller-supplied names out of the SQL.
@@ -69,12 +96,9 @@ const PATCH_COLUMNS: Record<keyof KeyPatch, string> = {
   maxConcurrent: 'max_concurrent',
 };
 
-// COLLATE "C" sorts group keys by code point, matching SQLite, whatever the database's locale.
-const GROUP_EXPRESSIONS = {
-  key: 'key_id COLLATE "C"',
-  model: 'served_model COLLATE "C"',
-  day: `to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD')`,
-} as const;
+// The group value of a ledger row and of a rollup row; both parts of a query yield the same text.
+const LEDGER_GROUPS = { key: 'key_id', model: 'served_model', day: `to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD')` } as const;
+const ROLLUP_GROUPS = { key: 'key_id', model: `NULLIF(model, '')`, day: `to_char(day, 'YYYY-MM-DD')` } as const;
 const GROUP_FIELDS = { key: 'key_id', model: 'model', day: 'day' } as const;
 
 const DEFAULT_LEDGER_LIMIT = 100;
@@ -181,19 +205,30 @@ class PostgresStore implements Store {
     if (!Number.isSafeInteger(entry.costNanos)) {
       throw new RangeError(`costNanos must be a safe integer, got ${entry.costNanos}`);
     }
-    // One statement is one transaction and one round trip. The UPDATE joins only the row the
-    // INSERT returned, so a duplicate ledger id (a retried settlement) charges nothing.
+    // One statement is one transaction and one round trip. The UPDATE and the rollup upsert read
+    // only the row the INSERT returned, so a duplicate ledger id (a retried settlement) charges
+    // nothing and counts nothing. Every record takes its two row locks (rollup row, key row) in
+    // the same order, being the same plan, so concurrent records cannot deadlock.
     await this.pool.query(
       `WITH ins AS (
          INSERT INTO usage_ledger (id, key_id, requested_model, served_model, attempts, prompt_tokens, completion_tokens,
            cost_nanos, status, latency_ms, estimated, stream, created_at)
          VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7, $8, $9, $10, $11, $12, $13)
          ON CONFLICT (id) DO NOTHING
-         RETURNING key_id, cost_nanos, created_at
+         RETURNING key_id, served_model, prompt_tokens, completion_tokens, cost_nanos, created_at
+       ), spend AS (
+         UPDATE api_keys k SET spent_nanos = k.spent_nanos + ins.cost_nanos,
+           last_used_at = GREATEST(k.last_used_at, ins.created_at)
+         FROM ins WHERE k.id = ins.key_id
+         RETURNING k.id
        )
-       UPDATE api_keys k SET spent_nanos = k.spent_nanos + ins.cost_nanos,
-         last_used_at = GREATEST(k.last_used_at, ins.created_at)
-       FROM ins WHERE k.id = ins.key_id`,
+       INSERT INTO usage_daily AS d (day, key_id, model, requests, prompt_tokens, completion_tokens, cost_nanos)
+       SELECT (created_at AT TIME ZONE 'UTC')::date, key_id, COALESCE(served_model, ''), 1, prompt_tokens, completion_tokens, cost_nanos
+       FROM ins
+       ON CONFLICT (day, key_id, model) DO UPDATE SET requests = d.requests + 1,
+         prompt_tokens = d.prompt_tokens + EXCLUDED.prompt_tokens,
+         completion_tokens = d.completion_tokens + EXCLUDED.completion_tokens,
+         cost_nanos = d.cost_nanos + EXCLUDED.cost_nanos`,
       [
         entry.id,
         entry.keyId,
@@ -213,26 +248,27 @@ class PostgresStore implements Store {
   }
 
   async spentNanosSince(keyId: string, since: string): Promise<number> {
-    const { rows } = await this.pool.query(
-      'SELECT COALESCE(SUM(cost_nanos), 0) AS total FROM usage_ledger WHERE key_id = $1 AND created_at >= $2',
-      [keyId, toIso(since)],
-    );
-    return Number(rows[0].total);
+    // Budget periods start at midnight UTC, so this is normally a read of the key's rollup rows.
+    const { sql, params } = usageSql({ keyId, since });
+    const { rows } = await this.pool.query(sql, params);
+    return Number(rows[0].cost_nanos);
   }
 
   async queryUsage(filter: UsageFilter): Promise<UsageRow[]> {
-    const { where, params } = whereClause(filter);
-    const totals = `COUNT(*) AS requests, COALESCE(SUM(prompt_tokens), 0) AS prompt_tokens,
-      COALESCE(SUM(completion_tokens), 0) AS completion_tokens, COALESCE(SUM(cost_nanos), 0) AS cost_nanos`;
-    if (!filter.groupBy) {
-      const { rows } = await this.pool.query(`SELECT ${totals} FROM usage_ledger ${where}`, params);
-      return [toUsageRow(rows[0])];
-    }
-    const expr = GROUP_EXPRESSIONS[filter.groupBy];
-    const field = GROUP_FIELDS[filter.groupBy];
-    const sql = `SELECT ${expr} AS g, ${totals} FROM usage_ledger ${where} GROUP BY 1 ORDER BY (${expr}) IS NULL, 1`;
+    const { sql, params } = usageSql(filter);
     const { rows } = await this.pool.query(sql, params);
+    if (!filter.groupBy) return [toUsageRow(rows[0])];
+    const field = GROUP_FIELDS[filter.groupBy];
     return rows.map((row: Row) => withGroup(toUsageRow(row), field, row.g));
+  }
+
+  async rebuildUsageRollups(): Promise<void> {
+    await this.transaction(async (client) => {
+      // Writers wait until the rollup matches the ledger again; readers carry on.
+      await client.query('LOCK TABLE usage_ledger, usage_daily IN EXCLUSIVE MODE');
+      await client.query('DELETE FROM usage_daily');
+      await client.query(ROLLUP_FROM_LEDGER);
+    });
   }
 
   async listLedger(filter: UsageFilter & { limit?: number }): Promise<LedgerEntry[]> {
@@ -268,17 +304,63 @@ class PostgresStore implements Store {
 }
 
 function whereClause(filter: UsageFilter): { where: string; params: unknown[] } {
-  const conds: string[] = [];
   const params: unknown[] = [];
+  return { where: ledgerWhere(filter, { since: filter.since, until: filter.until }, params), params };
+}
+
+/** Ledger conditions for the filter within `range`; appends its values to `params`. */
+function ledgerWhere(filter: UsageFilter, range: TimeRange, params: unknown[]): string {
+  const conds: string[] = [];
   const add = (cond: string, value: unknown) => {
     params.push(value);
     conds.push(cond.replace('?', `$${params.length}`));
   };
   if (filter.keyId !== undefined) add('key_id = ?', filter.keyId);
   if (filter.model !== undefined) add('served_model = ?', filter.model);
-  if (filter.since !== undefined) add('created_at >= ?', toIso(filter.since));
-  if (filter.until !== undefined) add('created_at < ?', toIso(filter.until));
-  return { where: conds.length ? `WHERE ${conds.join(' AND ')}` : '', params };
+  if (range.since !== undefined) add('created_at >= ?', toIso(range.since));
+  if (range.until !== undefined) add('created_at < ?', toIso(range.until));
+  return conds.length ? `WHERE ${conds.join(' AND ')}` : '';
+}
+
+/**
+ * One statement answering a usage question: the rollup's whole days plus the ledger's partial
+ * days (usage-plan.ts), summed per group. Ungrouped, it yields exactly one row.
+ */
+function usageSql(filter: UsageFilter): { sql: string; params: unknown[] } {
+  const plan = planUsage(filter);
+  const group = filter.groupBy;
+  const parts: string[] = [];
+  const params: unknown[] = [];
+  if (plan.rollup) {
+    const conds: string[] = [];
+    const add = (cond: string, value: unknown) => {
+      params.push(value);
+      conds.push(cond.replace('?', `$${params.length}`));
+    };
+    if (filter.keyId !== undefined) add('key_id = ?', filter.keyId);
+    // '' stands for "no model served" in the rollup; no ledger row has served_model = ''.
+    if (filter.model !== undefined) add(`model = ? AND model <> ''`, filter.model);
+    if (plan.rollup.fromDay !== undefined) add('day >= ?::date', plan.rollup.fromDay);
+    if (plan.rollup.toDay !== undefined) add('day < ?::date', plan.rollup.toDay);
+    const where = conds.length ? `WHERE ${conds.join(' AND ')}` : '';
+    parts.push(
+      `SELECT ${group ? ROLLUP_GROUPS[group] : 'NULL::text'} AS g, SUM(requests) AS requests, SUM(prompt_tokens) AS prompt_tokens,
+         SUM(completion_tokens) AS completion_tokens, SUM(cost_nanos) AS cost_nanos FROM usage_daily ${where}${group ? ' GROUP BY 1' : ''}`,
+    );
+  }
+  for (const range of plan.ledger) {
+    const where = ledgerWhere(filter, range, params);
+    parts.push(
+      `SELECT ${group ? LEDGER_GROUPS[group] : 'NULL::text'} AS g, COUNT(*) AS requests, SUM(prompt_tokens) AS prompt_tokens,
+         SUM(completion_tokens) AS completion_tokens, SUM(cost_nanos) AS cost_nanos FROM usage_ledger ${where}${group ? ' GROUP BY 1' : ''}`,
+    );
+  }
+  const totals = `COALESCE(SUM(requests), 0) AS requests, COALESCE(SUM(prompt_tokens), 0) AS prompt_tokens,
+    COALESCE(SUM(completion_tokens), 0) AS completion_tokens, COALESCE(SUM(cost_nanos), 0) AS cost_nanos`;
+  const from = `(${parts.join(' UNION ALL ')}) AS parts`;
+  // COLLATE "C" sorts group keys by code point, matching SQLite, whatever the database's locale.
+  const sql = group ? `SELECT g, ${totals} FROM ${from} GROUP BY g ORDER BY g IS NULL, g COLLATE "C"` : `SELECT ${totals} FROM ${from}`;
+  return { sql, params };
 }
 
 function rowToKey(row: Row): KeyRecord {

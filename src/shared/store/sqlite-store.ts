@@ -3,6 +3,7 @@ import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import type { AttemptRecord } from '../job.js';
 import type { BudgetPeriod, KeyPatch, KeyRecord, LedgerEntry, NewKey, Store, UsageFilter, UsageRow } from './store.js';
+import { planUsage, type TimeRange } from './usage-plan.js';
 
 // The embedded default store: one database file in the data folder. better-sqlite3 is synchronous,
 // which is the fastest option for a single process; the async Store interface is kept so the same
@@ -11,6 +12,12 @@ import type { BudgetPeriod, KeyPatch, KeyRecord, LedgerEntry, NewKey, Store, Usa
 
 type Db = Database.Database;
 type Row = Record<string, unknown>;
+
+// Fills the daily rollup from the ledger: the backfill of migration 2 and rebuildUsageRollups().
+// Part of a shipped migration: change it only together with a new migration.
+const ROLLUP_FROM_LEDGER = `INSERT INTO usage_daily (day, key_id, model, requests, prompt_tokens, completion_tokens, cost_nanos)
+  SELECT substr(created_at, 1, 10), key_id, COALESCE(served_model, ''), COUNT(*), SUM(prompt_tokens), SUM(completion_tokens), SUM(cost_nanos)
+  FROM usage_ledger GROUP BY 1, 2, 3`;
 
 // Each entry is applied once, in order, and recorded in schema_migrations; never edit a shipped one.
 const MIGRATIONS: { version: number; sql: string }[] = [
@@ -53,6 +60,26 @@ const MIGRATIONS: { version: number; sql: string }[] = [
       CREATE INDEX usage_ledger_model_time ON usage_ledger (served_model, created_at);
     `,
   },
+  {
+    // The daily rollup behind the usage API (see usage-plan.ts): one row per UTC day, key and
+    // served model ('' when no model served the request), kept in the ledger's transaction.
+    version: 2,
+    sql: `
+      CREATE TABLE usage_daily (
+        day TEXT NOT NULL,
+        key_id TEXT NOT NULL,
+        model TEXT NOT NULL,
+        requests INTEGER NOT NULL,
+        prompt_tokens INTEGER NOT NULL,
+        completion_tokens INTEGER NOT NULL,
+        cost_nanos INTEGER NOT NULL,
+        PRIMARY KEY (day, key_id, model)
+      ) WITHOUT ROWID;
+      CREATE INDEX usage_daily_key ON usage_daily (key_id, day);
+      CREATE INDEX usage_daily_model ON usage_daily (model, day);
+      ${ROLLUP_FROM_LEDGER};
+    `,
+  },
 ];
 
 // Only these columns may be patched; the map also keeps caller-supplied names out of the SQL.
@@ -65,7 +92,9 @@ const PATCH_COLUMNS: Record<keyof KeyPatch, string> = {
   maxConcurrent: 'max_concurrent',
 };
 
-const GROUP_EXPRESSIONS = { key: 'key_id', model: 'served_model', day: 'substr(created_at, 1, 10)' } as const;
+// The group value of a ledger row and of a rollup row; both parts of a query yield the same text.
+const LEDGER_GROUPS = { key: 'key_id', model: 'served_model', day: 'substr(created_at, 1, 10)' } as const;
+const ROLLUP_GROUPS = { key: 'key_id', model: "NULLIF(model, '')", day: 'day' } as const;
 const GROUP_FIELDS = { key: 'key_id', model: 'model', day: 'day' } as const;
 
 const DEFAULT_LEDGER_LIMIT = 100;
@@ -173,25 +202,23 @@ class SqliteStore implements Store {
   }
 
   async spentNanosSince(keyId: string, since: string): Promise<number> {
-    const sum = this.stmt('SELECT COALESCE(SUM(cost_nanos), 0) FROM usage_ledger WHERE key_id = ? AND created_at >= ?')
-      .pluck()
-      .get(keyId, toIso(since));
-    return Number(sum);
+    // Budget periods start at midnight UTC, so this is normally a read of the key's rollup rows.
+    const { sql, params } = usageSql({ keyId, since });
+    return Number((this.stmt(sql).get(...params) as Row).cost_nanos);
   }
 
   async queryUsage(filter: UsageFilter): Promise<UsageRow[]> {
-    const { where, params } = whereClause(filter);
-    const totals = `COUNT(*) AS requests, COALESCE(SUM(prompt_tokens), 0) AS prompt_tokens,
-      COALESCE(SUM(completion_tokens), 0) AS completion_tokens, COALESCE(SUM(cost_nanos), 0) AS cost_nanos`;
-    if (!filter.groupBy) {
-      return [toUsageRow(this.stmt(`SELECT ${totals} FROM usage_ledger ${where}`).get(...params) as Row)];
-    }
-    const expr = GROUP_EXPRESSIONS[filter.groupBy];
+    const { sql, params } = usageSql(filter);
+    if (!filter.groupBy) return [toUsageRow(this.stmt(sql).get(...params) as Row)];
     const field = GROUP_FIELDS[filter.groupBy];
-    // "g IS NULL" first so rows without a served model sort last, as they do in PostgreSQL.
-    const sql = `SELECT ${expr} AS g, ${totals} FROM usage_ledger ${where} GROUP BY g ORDER BY g IS NULL, g`;
-    const rows = this.stmt(sql).all(...params) as Row[];
-    return rows.map((row) => withGroup(toUsageRow(row), field, row.g));
+    return (this.stmt(sql).all(...params) as Row[]).map((row) => withGroup(toUsageRow(row), field, row.g));
+  }
+
+  async rebuildUsageRollups(): Promise<void> {
+    this.db.transaction(() => {
+      this.db.exec('DELETE FROM usage_daily');
+      this.db.exec(ROLLUP_FROM_LEDGER);
+    }).immediate();
   }
 
   async listLedger(filter: UsageFilter & { limit?: number }): Promise<LedgerEntry[]> {
@@ -234,6 +261,14 @@ class SqliteStore implements Store {
          last_used_at = CASE WHEN last_used_at IS NULL OR last_used_at < ? THEN ? ELSE last_used_at END
        WHERE id = ?`,
     ).run(BigInt(entry.costNanos), at, at, entry.keyId);
+    this.stmt(
+      `INSERT INTO usage_daily (day, key_id, model, requests, prompt_tokens, completion_tokens, cost_nanos)
+       VALUES (?, ?, ?, 1, ?, ?, ?)
+       ON CONFLICT (day, key_id, model) DO UPDATE SET requests = requests + 1,
+         prompt_tokens = prompt_tokens + excluded.prompt_tokens,
+         completion_tokens = completion_tokens + excluded.completion_tokens,
+         cost_nanos = cost_nanos + excluded.cost_nanos`,
+    ).run(at.slice(0, 10), entry.keyId, entry.servedModel ?? '', entry.promptTokens, entry.completionTokens, BigInt(entry.costNanos));
   }
 
   private readKey(id: string): KeyRecord | null {
@@ -259,6 +294,10 @@ class SqliteStore implements Store {
 }
 
 function whereClause(filter: UsageFilter): { where: string; params: unknown[] } {
+  return ledgerWhere(filter, { since: filter.since, until: filter.until });
+}
+
+function ledgerWhere(filter: UsageFilter, range: TimeRange): { where: string; params: unknown[] } {
   const conds: string[] = [];
   const params: unknown[] = [];
   if (filter.keyId !== undefined) {
@@ -269,15 +308,65 @@ function whereClause(filter: UsageFilter): { where: string; params: unknown[] } 
     conds.push('served_model = ?');
     params.push(filter.model);
   }
-  if (filter.since !== undefined) {
+  if (range.since !== undefined) {
     conds.push('created_at >= ?');
-    params.push(toIso(filter.since));
+    params.push(toIso(range.since));
   }
-  if (filter.until !== undefined) {
+  if (range.until !== undefined) {
     conds.push('created_at < ?');
-    params.push(toIso(filter.until));
+    params.push(toIso(range.until));
   }
   return { where: conds.length ? `WHERE ${conds.join(' AND ')}` : '', params };
+}
+
+/**
+ * One statement answering a usage question: the rollup's whole days plus the ledger's partial
+ * days (usage-plan.ts), summed per group. Ungrouped, it yields exactly one row.
+ */
+function usageSql(filter: UsageFilter): { sql: string; params: unknown[] } {
+  const plan = planUsage(filter);
+  const group = filter.groupBy;
+  const parts: string[] = [];
+  const params: unknown[] = [];
+  if (plan.rollup) {
+    const conds: string[] = [];
+    if (filter.keyId !== undefined) {
+      conds.push('key_id = ?');
+      params.push(filter.keyId);
+    }
+    if (filter.model !== undefined) {
+      // '' stands for "no model served" in the rollup; no ledger row has served_model = ''.
+      conds.push("model = ? AND model <> ''");
+      params.push(filter.model);
+    }
+    if (plan.rollup.fromDay !== undefined) {
+      conds.push('day >= ?');
+      params.push(plan.rollup.fromDay);
+    }
+    if (plan.rollup.toDay !== undefined) {
+      conds.push('day < ?');
+      params.push(plan.rollup.toDay);
+    }
+    const where = conds.length ? `WHERE ${conds.join(' AND ')}` : '';
+    parts.push(
+      `SELECT ${group ? ROLLUP_GROUPS[group] : 'NULL'} AS g, SUM(requests) AS requests, SUM(prompt_tokens) AS prompt_tokens,
+         SUM(completion_tokens) AS completion_tokens, SUM(cost_nanos) AS cost_nanos FROM usage_daily ${where}${group ? ' GROUP BY 1' : ''}`,
+    );
+  }
+  for (const range of plan.ledger) {
+    const { where, params: p } = ledgerWhere(filter, range);
+    params.push(...p);
+    parts.push(
+      `SELECT ${group ? LEDGER_GROUPS[group] : 'NULL'} AS g, COUNT(*) AS requests, SUM(prompt_tokens) AS prompt_tokens,
+         SUM(completion_tokens) AS completion_tokens, SUM(cost_nanos) AS cost_nanos FROM usage_ledger ${where}${group ? ' GROUP BY 1' : ''}`,
+    );
+  }
+  const totals = `COALESCE(SUM(requests), 0) AS requests, COALESCE(SUM(prompt_tokens), 0) AS prompt_tokens,
+    COALESCE(SUM(completion_tokens), 0) AS completion_tokens, COALESCE(SUM(cost_nanos), 0) AS cost_nanos`;
+  const from = `(${parts.join(' UNION ALL ')})`;
+  // "g IS NULL" first so rows without a served model sort last, as they do in PostgreSQL.
+  const sql = group ? `SELECT g, ${totals} FROM ${from} GROUP BY g ORDER BY g IS NULL, g` : `SELECT ${totals} FROM ${from}`;
+  return { sql, params };
 }
 
 function rowToKey(row: Row): KeyRecord {

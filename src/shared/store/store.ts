@@ -82,9 +82,12 @@ export interface Store {
   revokeKey(id: string, at: string): Promise<KeyRecord | null>;
   /** Appends a ledger record and adds its cost to the key's spend, atomically. */
   recordUsage(entry: LedgerEntry): Promise<void>;
-  /** Sum of ledger cost for a key since a time (inclusive), in nano-USD. */
+  /** Sum of ledger cost for a key since a time (inclusive), in nano-USD (rollup-backed, so cheap at period starts). */
   spentNanosSince(keyId: string, since: string): Promise<number>;
+  /** Totals (optionally grouped) from the daily rollup plus the partial days at the edges. */
   queryUsage(filter: UsageFilter): Promise<UsageRow[]>;
+  /** Recomputes the daily usage rollup from the ledger (after a bulk import or a hand correction of the ledger). */
+  rebuildUsageRollups(): Promise<void>;
   listLedger(filter: UsageFilter & { limit?: number }): Promise<LedgerEntry[]>;
   close(): Promise<void>;
 }
