@@ -1,4 +1,4 @@
-import type { ModelEntry } from '../shared/catalog/catalog-types.js';
+import { highestPricing, type ModelEntry } from '../shared/catalog/catalog-types.js';
 import { choiceCount, type ChatRequest } from '../shared/chat-request-schema.js';
 import type { Counters, RateLimitState } from '../shared/counters/counters.js';
 import { GatewayError, invalidApiKey } from '../shared/errors.js';
@@ -51,7 +51,7 @@ export async function admitRequest(counters: Counters, key: KeyRecord, request: 
   if (needsTokens) {
     for (const model of targets) {
       const ceiling = outputCeiling(request, model);
-      reserveNanos = Math.max(reserveNanos, costNanos(model.pricing, promptTokens * choices, ceiling * choices));
+      reserveNanos = Math.max(reserveNanos, costNanos(highestPricing(model), promptTokens * choices, ceiling * choices));
       tokens = Math.max(tokens, (promptTokens + ceiling) * choices);
     }
   }

@@ -8,6 +8,7 @@ import type { LedgerEntry, Store } from '../shared/store/store.js';
 import { countPromptTokens, countTextTokens } from '../shared/token-counter.js';
 import type { JobControl, JobHandler } from '../shared/transport/transport.js';
 import { makeUsage, type Usage } from '../shared/usage.js';
+import { DeploymentHealth } from './deployment-health.js';
 import { runFallbackChain, type ChainOutcome } from './fallback-chain.js';
 import type { ProviderClient } from './provider-client.js';
 
@@ -35,12 +36,14 @@ function ledgerStatus(outcome: ChainOutcome, cancelled: boolean): number {
 
 export function createCompletionHandler(dependencies: CompletionWorkerDependencies): JobHandler {
   const { catalog, client, store, counters, logger, workerId } = dependencies;
+  // One per worker process: every job it runs learns from, and steers by, the same deployment health.
+  const health = new DeploymentHealth({ logger });
 
   return async (job: CompletionJob, control: JobControl) => {
     control.publish({ type: 'accepted', worker: workerId });
     let outcome: ChainOutcome;
     try {
-      outcome = await runFallbackChain(job, control, catalog, client);
+      outcome = await runFallbackChain(job, control, catalog, client, { health });
     } catch (error) {
       logger.error({ err: error, jobId: job.id }, 'completion job crashed');
       outcome = { attempts: [], error: undefined };
@@ -65,7 +68,7 @@ export function createCompletionHandler(dependencies: CompletionWorkerDependenci
     }
     await control.flush();
     logger.info(
-      { jobId: job.id, keyId: job.keyId, model: job.targets[0], served: outcome.servedModel?.id, attempts: outcome.attempts.map((attempt) => `${attempt.model}:${attempt.outcome}`), cancelled },
+      { jobId: job.id, keyId: job.keyId, model: job.targets[0], served: outcome.servedModel?.id, attempts: outcome.attempts.map((attempt) => `${attempt.model}${attempt.deployment ? `@${attempt.deployment}` : ''}:${attempt.outcome}`), cancelled },
       'completion finished',
     );
   };

@@ -1,22 +1,33 @@
-import type { Catalog, ModelEntry } from '../shared/catalog/catalog-types.js';
+import type { Catalog, ModelDeployment, ModelEntry, ProviderConfig } from '../shared/catalog/catalog-types.js';
 import { GatewayError, type ErrorCode } from '../shared/errors.js';
 import type { AttemptRecord, CompletionJob } from '../shared/job.js';
 import { adapterFor } from '../shared/providers/adapter-registry.js';
 import { fallbackableKinds, type UpstreamFailure } from '../shared/providers/provider-adapter.js';
 import type { JobControl } from '../shared/transport/transport.js';
+import { needsFanOut, runFanOut } from './choice-fan-out.js';
+import type { AttemptVerdict, DeploymentHealth } from './deployment-health.js';
+import { pickDeployment, soonestRecovery } from './deployment-picker.js';
 import type { ProviderClient } from './provider-client.js';
 import { runAttempt, type AttemptResult } from './target-attempt.js';
 
-// The retry policy of the gateway: the requested model, then each fallback in order, moving on
-// only on failures that another target may not share (rate limits, server errors, connection
-// failures, time-outs) and only while nothing has reached the client.
+// The retry policy of the gateway: the requested model, then each fallback in order. Within a
+// model, the deployments are tried one after another (see deployment-picker.ts for the order)
+// before the next model is. The chain moves on only on failures that another deployment or target
+// may not share (rate limits, server errors, connection failures, time-outs, refused credentials,
+// an unknown upstream model) and only while nothing has reached the client.
 
 export interface ChainOutcome {
   attempts: AttemptRecord[];
-  /** The target whose output the client received (and that is billed), if any. */
+  /** The target whose output the client received (and that is billed), priced as the deployment that served it. */
   servedModel?: ModelEntry;
   result?: AttemptResult;
   error?: GatewayError;
+}
+
+export interface ChainRouting {
+  /** The worker process's deployment health; shared by every job it runs. */
+  health: DeploymentHealth;
+  random?: () => number;
 }
 
 const failureLabels: Record<UpstreamFailure['kind'], string> = {
@@ -31,61 +42,123 @@ const failureLabels: Record<UpstreamFailure['kind'], string> = {
   cancelled: 'cancelled',
 };
 
-function describeAttempt(attempt: AttemptRecord): string {
+const otherLabels: Partial<Record<AttemptRecord['outcome'], string>> = { not_configured: 'provider not configured', cooling_down: 'cooling down' };
+
+function describeAttempt(attempt: AttemptRecord, catalog: Catalog): string {
   const status = attempt.status ? ` ${attempt.status}` : '';
-  return `${attempt.model}: ${attempt.outcome === 'not_configured' ? 'provider not configured' : failureLabels[attempt.outcome as UpstreamFailure['kind']] ?? attempt.outcome}${status}${attempt.message ? ` (${attempt.message})` : ''}`;
+  const label = otherLabels[attempt.outcome] ?? failureLabels[attempt.outcome as UpstreamFailure['kind']] ?? attempt.outcome;
+  // Which deployment failed only matters to the reader when the model has several.
+  const via = attempt.deployment && (catalog.models.get(attempt.model)?.deployments.length ?? 0) > 1 ? ` via ${attempt.deployment}` : '';
+  return `${attempt.model}${via}: ${label}${status}${attempt.message ? ` (${attempt.message})` : ''}`;
 }
 
-function finalError(attempts: AttemptRecord[], last: UpstreamFailure | undefined, retryAfter: number | undefined): GatewayError {
-  const summary = attempts.length === 1 ? `The model ${describeAttempt(attempts[0]!)}` : `All ${attempts.length} targets failed: ${attempts.map(describeAttempt).join('; ')}`;
+function finalError(attempts: AttemptRecord[], catalog: Catalog, last: UpstreamFailure | undefined, retryAfter: number | undefined): GatewayError {
+  const describe = (attempt: AttemptRecord) => describeAttempt(attempt, catalog);
+  const summary = attempts.length === 1 ? `The model ${describe(attempts[0]!)}` : `All ${attempts.length} attempts failed: ${attempts.map(describe).join('; ')}`;
   if (!last) return new GatewayError('provider_not_configured', `${summary}. Set the provider's API key in the gateway's environment.`);
   const codes: Partial<Record<UpstreamFailure['kind'], ErrorCode>> = { rate_limit: 'upstream_rate_limited', timeout: 'upstream_timeout', bad_request: 'upstream_bad_request' };
   return new GatewayError(codes[last.kind] ?? 'upstream_error', summary, { retryAfterSeconds: last.kind === 'rate_limit' ? retryAfter : undefined });
 }
 
-export async function runFallbackChain(job: CompletionJob, control: JobControl, catalog: Catalog, client: ProviderClient): Promise<ChainOutcome> {
+function isConfigured(provider: ProviderConfig | undefined): provider is ProviderConfig {
+  return provider !== undefined && !(!provider.apiKey && provider.apiKeyVariable);
+}
+
+function usableDeployments(catalog: Catalog, model: ModelEntry): ModelDeployment[] {
+  return model.deployments.filter((deployment) => isConfigured(catalog.providers.get(deployment.provider)));
+}
+
+/** The model as billed: the deployment that served it sets provider, upstream name and price. */
+function servedAs(model: ModelEntry, deployment: ModelDeployment): ModelEntry {
+  return { ...model, provider: deployment.provider, upstreamModel: deployment.upstreamModel, pricing: deployment.pricing };
+}
+
+export async function runFallbackChain(job: CompletionJob, control: JobControl, catalog: Catalog, client: ProviderClient, routing: ChainRouting): Promise<ChainOutcome> {
+  const { health } = routing;
   const attempts: AttemptRecord[] = [];
   let lastFailure: UpstreamFailure | undefined;
   let shortestRetryAfter: number | undefined;
-  for (const modelId of job.targets) {
-    if (control.signal.aborted) break;
-    const model = catalog.models.get(modelId);
-    const provider = model && catalog.providers.get(model.provider);
-    if (!model || !provider) {
-      attempts.push({ model: modelId, provider: model?.provider ?? 'unknown', outcome: 'not_found', message: 'not in this worker\'s catalog', latencyMs: 0 });
-      continue;
-    }
-    if (!provider.apiKey && provider.apiKeyVariable) {
-      attempts.push({ model: modelId, provider: provider.name, outcome: 'not_configured', message: `${provider.apiKeyVariable} is not set`, latencyMs: 0 });
-      continue;
-    }
-    const startedAt = performance.now();
-    const result = await runAttempt({ request: job.request, stream: job.stream, model, provider, adapter: adapterFor(provider.api), client, control });
-    const latencyMs = Math.round(performance.now() - startedAt);
-    if (result.ok) {
-      attempts.push({ model: modelId, provider: provider.name, outcome: 'success', latencyMs });
-      return { attempts, servedModel: model, result };
-    }
-    const { failure } = result;
-    attempts.push({
-      model: modelId,
-      provider: provider.name,
-      outcome: result.started && failure.kind !== 'cancelled' ? 'error_after_first_token' : failure.kind,
-      status: failure.status,
-      message: failure.message,
-      latencyMs,
-    });
-    if (result.started) {
-      const code: ErrorCode = failure.kind === 'timeout' ? 'upstream_timeout' : 'upstream_error';
-      return { attempts, servedModel: model, result, error: new GatewayError(code, `The model ${modelId} failed after the response began: ${failure.message}`) };
-    }
-    if (failure.kind === 'cancelled') return { attempts, result };
+  const noteFailure = (failure: UpstreamFailure) => {
     lastFailure = failure;
     if (failure.retryAfterSeconds !== undefined) shortestRetryAfter = Math.min(shortestRetryAfter ?? Infinity, failure.retryAfterSeconds);
-    if (!fallbackableKinds.has(failure.kind) && failure.kind !== 'auth' && failure.kind !== 'not_found') {
-      return { attempts, result, error: new GatewayError('upstream_bad_request', `The model ${modelId} rejected the request: ${failure.message}`) };
+  };
+
+  for (const [position, modelId] of job.targets.entries()) {
+    if (control.signal.aborted) break;
+    const model = catalog.models.get(modelId);
+    if (!model) {
+      attempts.push({ model: modelId, provider: 'unknown', outcome: 'not_found', message: 'not in this worker\'s catalog', latencyMs: 0 });
+      continue;
+    }
+    const usable = usableDeployments(catalog, model);
+    if (usable.length === 0) {
+      const variables = [...new Set(model.deployments.map((deployment) => catalog.providers.get(deployment.provider)?.apiKeyVariable))].filter(Boolean);
+      attempts.push({ model: modelId, provider: model.provider, outcome: 'not_configured', message: `${variables.join(' and ')} is not set`, latencyMs: 0 });
+      continue;
+    }
+    // Cooling deployments are skipped while a later target could answer instead; on the last one
+    // they are still tried, because a refusal of our own would only turn a possible answer into an error.
+    const laterTargetCanServe = job.targets.slice(position + 1).some((id) => {
+      const later = catalog.models.get(id);
+      return later !== undefined && usableDeployments(catalog, later).length > 0;
+    });
+    const tried = new Set<string>();
+    for (;;) {
+      if (control.signal.aborted) break;
+      const remaining = usable.filter((deployment) => !tried.has(deployment.id));
+      const pick = pickDeployment(remaining, health, { allowCooling: !laterTargetCanServe, random: routing.random });
+      if (!pick) {
+        if (tried.size === 0) {
+          const soonest = soonestRecovery(remaining, health);
+          const retryAfterSeconds = Math.max(1, Math.ceil((soonest?.retryInMs ?? 1000) / 1000));
+          const message = `every deployment is cooling down after failures; the first is tried again in ${retryAfterSeconds} s`;
+          attempts.push({ model: modelId, provider: model.provider, deployment: remaining.map((deployment) => deployment.id).join(', '), outcome: 'cooling_down', message, latencyMs: 0 });
+          noteFailure({ kind: soonest?.cause ?? 'overloaded', message, retryAfterSeconds });
+        }
+        break;
+      }
+      const { deployment } = pick;
+      tried.add(deployment.id);
+      const provider = catalog.providers.get(deployment.provider)!;
+      const adapter = adapterFor(provider.api);
+      const startedAt = performance.now();
+      let result: AttemptResult | undefined;
+      let verdict: AttemptVerdict | undefined;
+      try {
+        const input = { request: job.request, stream: job.stream, model, deployment, provider, adapter, client, control };
+        result = needsFanOut(job.request, adapter) ? await runFanOut(input) : await runAttempt(input);
+        verdict = result.ok ? { kind: 'success', latencyMs: result.latencyMs } : { kind: 'failure', failure: result.failure };
+      } finally {
+        // Always reported, so a probe that ended in an exception does not hold the deployment forever.
+        health.report(deployment.id, provider.cooldown, verdict, pick.probe);
+      }
+      const latencyMs = Math.round(performance.now() - startedAt);
+      const record = { model: modelId, provider: provider.name, deployment: deployment.id, latencyMs };
+      if (result.ok) {
+        attempts.push({ ...record, outcome: 'success' });
+        return { attempts, servedModel: servedAs(model, deployment), result };
+      }
+      const { failure } = result;
+      attempts.push({
+        ...record,
+        outcome: result.started && failure.kind !== 'cancelled' ? 'error_after_first_token' : failure.kind,
+        status: failure.status,
+        message: failure.message,
+      });
+      if (result.started) {
+        // The client left mid-stream: no error to report; what was generated is still billed.
+        if (failure.kind === 'cancelled') return { attempts, servedModel: servedAs(model, deployment), result };
+        const code: ErrorCode = failure.kind === 'timeout' ? 'upstream_timeout' : 'upstream_error';
+        return { attempts, servedModel: servedAs(model, deployment), result, error: new GatewayError(code, `The model ${modelId} failed after the response began: ${failure.message}`) };
+      }
+      if (failure.kind === 'cancelled') return { attempts, result };
+      if (result.gatewayError) return { attempts, result, error: result.gatewayError };
+      noteFailure(failure);
+      if (!fallbackableKinds.has(failure.kind) && failure.kind !== 'auth' && failure.kind !== 'not_found') {
+        return { attempts, result, error: new GatewayError('upstream_bad_request', `The model ${modelId} rejected the request: ${failure.message}`) };
+      }
     }
   }
   if (control.signal.aborted) return { attempts };
-  return { attempts, error: finalError(attempts, lastFailure, shortestRetryAfter) };
+  return { attempts, error: finalError(attempts, catalog, lastFailure, shortestRetryAfter) };
 }

@@ -1,30 +1,53 @@
-import type { ModelEntry, ProviderConfig } from '../shared/catalog/catalog-types.js';
+import type { ModelDeployment, ModelEntry, ProviderConfig } from '../shared/catalog/catalog-types.js';
 import type { ChatRequest } from '../shared/chat-request-schema.js';
-import type { ChoiceDelta } from '../shared/job.js';
-import type { AdapterContext, CompletionChoice, ProviderAdapter, StreamPart, UpstreamFailure } from '../shared/providers/provider-adapter.js';
-import { SseDecoder } from '../shared/providers/sse-decoder.js';
+import { GatewayError } from '../shared/errors.js';
+import type { AdapterContext, CompletionChoice, ProviderAdapter, UpstreamFailure } from '../shared/providers/provider-adapter.js';
 import type { JobControl } from '../shared/transport/transport.js';
 import type { Usage } from '../shared/usage.js';
 import { classifyNetworkError, type ProviderClient } from './provider-client.js';
+import { jobStreamSink, relayStream, type RelayState, type StreamSink } from './stream-relay.js';
 
-// One try of one target. Streams are relayed as they arrive; the first content or tool-call delta
-// (or a finish with none) commits the job to this target, after which nothing falls back.
+// One upstream call for one deployment of one target. Streams are relayed as they arrive (see
+// stream-relay.ts); a non-streaming answer is parsed whole.
 
 export interface AttemptInput {
   request: ChatRequest;
   stream: boolean;
   model: ModelEntry;
+  deployment: ModelDeployment;
   provider: ProviderConfig;
   adapter: ProviderAdapter;
   client: ProviderClient;
   control: JobControl;
+  /** Cancels this call; the job's signal unless a fan-out needs to stop its calls separately. */
+  signal?: AbortSignal;
+  /** Shared by the calls of one fan-out; by default the job's own. */
+  sink?: StreamSink;
+  /** Renumbers the answer's only choice; set by a fan-out, whose call i produces choice i. */
+  choiceIndex?: number;
 }
 
 export type AttemptResult =
-  | { ok: true; usage?: Usage; completionText: string; choices?: CompletionChoice[]; systemFingerprint?: string }
-  | { ok: false; failure: UpstreamFailure; started: boolean; usage?: Usage; completionText: string };
+  | {
+      ok: true;
+      usage?: Usage;
+      completionText: string;
+      choices?: CompletionChoice[];
+      systemFingerprint?: string;
+      /** Until the first token was relayed (streams) or the answer was complete; feeds the latency average. */
+      latencyMs: number;
+    }
+  | {
+      ok: false;
+      failure: UpstreamFailure;
+      started: boolean;
+      usage?: Usage;
+      completionText: string;
+      /** The gateway itself refused the request (the adapter could not translate it): answered as is. */
+      gatewayError?: GatewayError;
+    };
 
-/** Combines the job's cancellation with this attempt's own timers. */
+/** Combines the caller's cancellation with this attempt's own timers. */
 class AttemptSignal {
   readonly controller = new AbortController();
   timeoutReason?: string;
@@ -51,29 +74,7 @@ class AttemptSignal {
   }
 }
 
-function appendDelta(batch: ChoiceDelta[], part: StreamPart & { type: 'delta' }): void {
-  const last = batch[batch.length - 1];
-  // Several content fragments of one choice in one network read go out as one chunk.
-  if (last && last.index === part.index && part.content !== undefined && !part.toolCalls && !part.refusal && !part.logprobs
-    && last.content !== undefined && !last.toolCalls && !last.refusal && !last.logprobs && !last.finishReason) {
-    last.content += part.content;
-    return;
-  }
-  const delta: ChoiceDelta = { index: part.index };
-  if (part.content !== undefined) delta.content = part.content;
-  if (part.toolCalls) delta.toolCalls = part.toolCalls;
-  if (part.refusal !== undefined) delta.refusal = part.refusal;
-  if (part.logprobs !== undefined) delta.logprobs = part.logprobs;
-  batch.push(delta);
-}
-
-function deltaText(part: StreamPart & { type: 'delta' }): string {
-  let text = part.content ?? part.refusal ?? '';
-  if (part.toolCalls) for (const call of part.toolCalls) text += (call.function?.name ?? '') + (call.function?.arguments ?? '');
-  return text;
-}
-
-function choicesText(choices: CompletionChoice[]): string {
+export function choicesText(choices: CompletionChoice[]): string {
   let text = '';
   for (const choice of choices) {
     text += choice.message.content ?? '';
@@ -84,97 +85,65 @@ function choicesText(choices: CompletionChoice[]): string {
 
 export async function runAttempt(input: AttemptInput): Promise<AttemptResult> {
   const { provider, model, adapter, control } = input;
-  const context: AdapterContext = { provider, upstreamModel: model.upstreamModel, stream: input.stream, maxOutputTokens: model.maxOutputTokens };
-  const signal = new AttemptSignal(control.signal);
+  const parentSignal = input.signal ?? control.signal;
+  const sink = input.sink ?? jobStreamSink(control, model.id);
+  const context: AdapterContext = { provider, upstreamModel: input.deployment.upstreamModel, stream: input.stream, maxOutputTokens: model.maxOutputTokens };
+  const signal = new AttemptSignal(parentSignal);
   signal.arm(provider.timeouts.totalMs, `The provider did not finish within ${provider.timeouts.totalMs} ms.`);
-  const state = { started: false, completionText: '', usage: undefined as Usage | undefined };
+  const state: RelayState = { started: false, completionText: '' };
+  const startedAt = performance.now();
+  let firstTokenMs: number | undefined;
+  // `started` is the sink's: once any call of a fan-out has streamed, every failure comes too late to fall back.
+  const fail = (failure: UpstreamFailure, extra: { gatewayError?: GatewayError } = {}): AttemptResult => ({
+    ok: false,
+    failure,
+    started: sink.started,
+    usage: state.usage,
+    completionText: state.completionText,
+    ...extra,
+  });
   try {
-    const httpRequest = adapter.buildRequest(input.request, context);
+    let httpRequest;
+    try {
+      httpRequest = adapter.buildRequest(input.request, context);
+    } catch (error) {
+      // The request cannot be expressed in this provider's format; no other deployment or
+      // fallback would be asked for the same thing differently, so the client hears why.
+      if (error instanceof GatewayError) return fail({ kind: 'bad_request', status: error.status, message: error.message }, { gatewayError: error });
+      throw error;
+    }
     const firstTokenTimer = input.stream ? signal.arm(provider.timeouts.firstTokenMs, `No first token within ${provider.timeouts.firstTokenMs} ms.`) : undefined;
     const response = await input.client.send(httpRequest, provider, signal.controller.signal, {
       headersTimeoutMs: input.stream ? provider.timeouts.firstTokenMs : provider.timeouts.totalMs,
       bodyIdleTimeoutMs: input.stream ? provider.timeouts.firstTokenMs : provider.timeouts.totalMs,
     });
-    if (response.status !== 200) {
-      const text = await response.body.text();
-      return { ok: false, failure: adapter.parseError(response.status, response.headers, text), started: false, completionText: '' };
-    }
+    if (response.status !== 200) return fail(adapter.parseError(response.status, response.headers, await response.body.text()));
     if (!input.stream) {
       const completion = adapter.parseResponse(await response.body.text(), context);
-      return { ok: true, usage: completion.usage, completionText: choicesText(completion.choices), choices: completion.choices, systemFingerprint: completion.systemFingerprint };
+      const choices = input.choiceIndex === undefined ? completion.choices : completion.choices.map((choice) => ({ ...choice, index: input.choiceIndex! }));
+      return {
+        ok: true,
+        usage: completion.usage,
+        completionText: choicesText(choices),
+        choices,
+        systemFingerprint: completion.systemFingerprint,
+        latencyMs: Math.round(performance.now() - startedAt),
+      };
     }
-    return await relayStream(response.body, adapter, context, model.id, control, state, () => clearTimeout(firstTokenTimer));
+    const outcome = await relayStream(response.body, adapter.createStreamTranslator(context), sink, state, {
+      choiceIndex: input.choiceIndex,
+      onFirstToken: () => {
+        firstTokenMs = Math.round(performance.now() - startedAt);
+        clearTimeout(firstTokenTimer);
+      },
+    });
+    if (!outcome.ok) return fail(outcome.failure);
+    return { ok: true, usage: state.usage, completionText: state.completionText, latencyMs: firstTokenMs ?? Math.round(performance.now() - startedAt) };
   } catch (error) {
     const failure = classifyNetworkError(error, signal.timeoutReason);
-    if (control.signal.aborted && !signal.timeoutReason) failure.kind = 'cancelled';
-    return { ok: false, failure, started: state.started, usage: state.usage, completionText: state.completionText };
+    if (parentSignal.aborted && !signal.timeoutReason) failure.kind = 'cancelled';
+    return fail(failure);
   } finally {
     signal.dispose();
   }
-}
-
-async function relayStream(
-  body: AsyncIterable<Buffer>,
-  adapter: ProviderAdapter,
-  context: AdapterContext,
-  modelId: string,
-  control: JobControl,
-  state: { started: boolean; completionText: string; usage?: Usage },
-  onFirstToken: () => void,
-): Promise<AttemptResult> {
-  const decoder = new SseDecoder();
-  const translator = adapter.createStreamTranslator(context);
-  let ended = false;
-  let finished = false;
-
-  const handle = async (parts: StreamPart[]): Promise<AttemptResult | undefined> => {
-    const batch: ChoiceDelta[] = [];
-    for (const part of parts) {
-      if (part.type === 'usage') state.usage = part.usage;
-      else if (part.type === 'end') ended = true;
-      else if (part.type === 'error') {
-        if (batch.length > 0) control.publish({ type: 'deltas', deltas: batch });
-        return { ok: false, failure: part.failure, started: state.started, usage: state.usage, completionText: state.completionText };
-      } else {
-        if (!state.started) {
-          if (!(await control.claimFirstToken())) {
-            return { ok: false, failure: { kind: 'server_error', message: 'This job already streamed content from a worker that stopped; it is not run twice.' }, started: true, completionText: '' };
-          }
-          state.started = true;
-          onFirstToken();
-          control.publish({ type: 'started', model: modelId });
-        }
-        if (part.type === 'delta') {
-          state.completionText += deltaText(part);
-          appendDelta(batch, part);
-        } else {
-          finished = true;
-          batch.push({ index: part.index, finishReason: part.finishReason });
-        }
-      }
-    }
-    if (batch.length > 0) control.publish({ type: 'deltas', deltas: batch });
-    return undefined;
-  };
-
-  for await (const chunk of body) {
-    for (const event of decoder.push(chunk)) {
-      const outcome = await handle(translator.push(event));
-      if (outcome) return outcome;
-    }
-    if (ended) break;
-  }
-  const tail: StreamPart[] = [];
-  for (const event of decoder.end()) tail.push(...translator.push(event));
-  if (translator.finish) tail.push(...translator.finish());
-  const outcome = await handle(tail);
-  if (outcome) return outcome;
-  if (!ended && !state.started) {
-    return { ok: false, failure: { kind: 'connection', message: 'The provider closed the stream before sending anything.' }, started: false, completionText: '' };
-  }
-  // Some OpenAI-compatible providers close after the finish chunk without sending [DONE].
-  if (!ended && !finished) {
-    return { ok: false, failure: { kind: 'connection', message: 'The provider closed the stream before it finished.' }, started: true, usage: state.usage, completionText: state.completionText };
-  }
-  return { ok: true, usage: state.usage, completionText: state.completionText };
 }

@@ -7,7 +7,17 @@ export interface TestCatalogOptions {
   geminiUrl?: string;
   firstTokenMs?: number;
   totalMs?: number;
+  /** Cool-down of the load-balancing providers (lb-east, lb-west); default 300 ms. */
+  balancingCooldownMs?: number;
 }
+
+/**
+ * Models served by two deployments on the OpenAI double, on providers lb-east and lb-west; the
+ * double's model name tells which deployment a request reached. svc/balanced splits evenly and
+ * bills each deployment at its own price; svc/primary sends (almost) everything to east, so tests
+ * know which deployment a request tries first.
+ */
+export const balancedPrices = { model: [2, 3], east: [1, 2], west: [3, 4] } as const;
 
 export const testModels = ['alpha', 'beta', 'gamma', 'delta', 'epsilon', 'zeta', 'eta'] as const;
 
@@ -25,6 +35,9 @@ export const testPrices: Record<string, [number, number]> = {
 
 export function testCatalogYaml(options: TestCatalogOptions): string {
   const timeouts = `    timeouts: { connect_ms: 1000, first_token_ms: ${options.firstTokenMs ?? 1500}, total_ms: ${options.totalMs ?? 6000} }`;
+  // The shared doubles never cool down: behaviour suites script one failure after another on the
+  // same model and must see each of them. Cool-downs are tested on the lb-* providers.
+  const noCooldown = '    cooldown_ms: 0';
   const lines = [
     'providers:',
     '  double:',
@@ -32,13 +45,18 @@ export function testCatalogYaml(options: TestCatalogOptions): string {
     `    base_url: ${options.openAiUrl}`,
     '    api_key: ${SB_TEST_UPSTREAM_KEY}',
     timeouts,
+    noCooldown,
     '  unconfigured:',
     '    api: openai',
     `    base_url: ${options.openAiUrl}`,
     '    api_key: ${SB_TEST_MISSING_KEY}',
   ];
-  if (options.anthropicUrl) lines.push('  anthropic-double:', '    api: anthropic', `    base_url: ${options.anthropicUrl}`, '    api_key: test-anthropic-key', timeouts);
-  if (options.geminiUrl) lines.push('  gemini-double:', '    api: gemini', `    base_url: ${options.geminiUrl}`, '    api_key: test-gemini-key', timeouts);
+  for (const side of ['east', 'west']) {
+    lines.push(`  lb-${side}:`, '    api: openai', `    base_url: ${options.openAiUrl}`, '    api_key: ${SB_TEST_UPSTREAM_KEY}', timeouts);
+    lines.push(`    cooldown_ms: ${options.balancingCooldownMs ?? 300}`, '    failures_before_cooldown: 3');
+  }
+  if (options.anthropicUrl) lines.push('  anthropic-double:', '    api: anthropic', `    base_url: ${options.anthropicUrl}`, '    api_key: test-anthropic-key', timeouts, noCooldown);
+  if (options.geminiUrl) lines.push('  gemini-double:', '    api: gemini', `    base_url: ${options.geminiUrl}`, '    api_key: test-gemini-key', timeouts, noCooldown);
   lines.push('models:');
   const model = (id: string, provider: string, upstream: string, prices: [number, number]) =>
     lines.push(
@@ -53,5 +71,22 @@ export function testCatalogYaml(options: TestCatalogOptions): string {
   model('nokey', 'unconfigured', 'nokey', testPrices.nokey!);
   if (options.anthropicUrl) model('claude-test', 'anthropic-double', 'claude-test', [3, 15]);
   if (options.geminiUrl) model('gemini-test', 'gemini-double', 'gemini-test', [1, 4]);
+  const pricing = (prices: readonly [number, number]) => `{ prompt_usd_per_million: ${prices[0]}, completion_usd_per_million: ${prices[1]} }`;
+  lines.push(
+    '  - id: svc/balanced',
+    '    context_length: 32768',
+    '    max_output_tokens: 1000',
+    `    pricing: ${pricing(balancedPrices.model)}`,
+    '    deployments:',
+    `      - { provider: lb-east, upstream_model: balanced-east, pricing: ${pricing(balancedPrices.east)} }`,
+    `      - { provider: lb-west, upstream_model: balanced-west, pricing: ${pricing(balancedPrices.west)} }`,
+    '  - id: svc/primary',
+    '    context_length: 32768',
+    '    max_output_tokens: 1000',
+    `    pricing: ${pricing(balancedPrices.model)}`,
+    '    deployments:',
+    '      - { provider: lb-east, upstream_model: primary-east, weight: 1000000 }',
+    '      - { provider: lb-west, upstream_model: primary-west, weight: 1 }',
+  );
   return `${lines.join('\n')}\n`;
 }

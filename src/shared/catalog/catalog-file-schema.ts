@@ -10,6 +10,12 @@ const timeouts = z
   })
   .strict();
 
+/** How a deployment that keeps failing is taken out of rotation; 0 ms turns cool-downs off. */
+const cooldownFields = {
+  cooldown_ms: z.number().int().nonnegative().optional(),
+  failures_before_cooldown: z.number().int().positive().optional(),
+};
+
 const provider = z
   .object({
     api: z.enum(['openai', 'azure', 'anthropic', 'gemini']),
@@ -18,29 +24,58 @@ const provider = z
     api_version: z.string().optional(),
     headers: z.record(z.string()).optional(),
     timeouts: timeouts.optional(),
+    ...cooldownFields,
   })
   .strict();
 
+const pricing = z
+  .object({
+    prompt_usd_per_million: z.number().nonnegative(),
+    completion_usd_per_million: z.number().nonnegative(),
+  })
+  .strict();
+
+/** One place a model can be served: a provider (an account, a key) and the name it knows the model by. */
+const deployment = z
+  .object({
+    provider: z.string().min(1),
+    upstream_model: z.string().min(1),
+    weight: z.number().positive().optional(),
+    /** What this deployment costs when it serves a request; the model's pricing when absent. */
+    pricing: pricing.optional(),
+  })
+  .strict();
+
+// A model names its one deployment inline (provider + upstream_model, the original shape) or lists
+// several under `deployments`; both spellings stay valid so existing catalog files keep loading.
 const model = z
   .object({
     id: z.string().regex(/^svc\/[A-Za-z0-9._:@-][A-Za-z0-9._:@/-]*$/, 'model ids look like svc/<name>'),
-    provider: z.string().min(1),
-    upstream_model: z.string().min(1),
+    provider: z.string().min(1).optional(),
+    upstream_model: z.string().min(1).optional(),
+    deployments: z.array(deployment).min(1).optional(),
     context_length: z.number().int().positive(),
     max_output_tokens: z.number().int().positive().optional(),
     owned_by: z.string().optional(),
     created: z.number().int().nonnegative().optional(),
-    pricing: z
-      .object({
-        prompt_usd_per_million: z.number().nonnegative(),
-        completion_usd_per_million: z.number().nonnegative(),
-      })
-      .strict(),
+    pricing,
   })
-  .strict();
+  .strict()
+  .superRefine((entry, context) => {
+    const inline = entry.provider !== undefined || entry.upstream_model !== undefined;
+    if (entry.deployments && inline) {
+      context.addIssue({ code: z.ZodIssueCode.custom, path: ['deployments'], message: 'give either provider and upstream_model, or deployments, not both' });
+    } else if (!entry.deployments) {
+      for (const field of ['provider', 'upstream_model'] as const) {
+        if (entry[field] === undefined) context.addIssue({ code: z.ZodIssueCode.custom, path: [field], message: 'Required (or list deployments)' });
+      }
+    }
+  });
 
 export const catalogFileSchema = z
   .object({
+    /** Catalog-wide defaults for the cool-down fields; a provider's own values win. */
+    routing: z.object(cooldownFields).strict().optional(),
     providers: z.record(provider),
     models: z.array(model).min(1),
   })

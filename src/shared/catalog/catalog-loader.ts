@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { catalogFileSchema, type CatalogFile } from './catalog-file-schema.js';
-import type { Catalog, ModelEntry, ProviderConfig } from './catalog-types.js';
+import { defaultCooldown, type Catalog, type ModelDeployment, type ModelEntry, type ProviderConfig } from './catalog-types.js';
 import { defaultCatalogFile } from './default-catalog.js';
 
 export const defaultTimeouts = { connectMs: 5_000, firstTokenMs: 60_000, totalMs: 600_000 };
@@ -42,24 +42,58 @@ export function buildCatalog(file: CatalogFile, environment: NodeJS.ProcessEnv =
         firstTokenMs: entry.timeouts?.first_token_ms ?? defaultTimeouts.firstTokenMs,
         totalMs: entry.timeouts?.total_ms ?? defaultTimeouts.totalMs,
       },
+      cooldown: {
+        cooldownMs: entry.cooldown_ms ?? file.routing?.cooldown_ms ?? defaultCooldown.cooldownMs,
+        failuresBeforeCooldown: entry.failures_before_cooldown ?? file.routing?.failures_before_cooldown ?? defaultCooldown.failuresBeforeCooldown,
+      },
     });
   }
   const models = new Map<string, ModelEntry>();
   for (const model of file.models) {
-    if (!providers.has(model.provider)) throw new CatalogError(`Model ${model.id} names provider '${model.provider}', which the catalog does not define.`);
     if (models.has(model.id)) throw new CatalogError(`Model ${model.id} is listed twice.`);
+    const pricing = toPricing(model.pricing);
+    const deployments = deploymentsOf(model, pricing, providers);
+    const first = deployments[0]!;
     models.set(model.id, {
       id: model.id,
-      provider: model.provider,
-      upstreamModel: model.upstream_model,
+      provider: first.provider,
+      upstreamModel: first.upstreamModel,
+      deployments,
       contextLength: model.context_length,
       maxOutputTokens: model.max_output_tokens ?? Math.min(model.context_length, 16_384),
-      pricing: { promptUsdPerMillion: model.pricing.prompt_usd_per_million, completionUsdPerMillion: model.pricing.completion_usd_per_million },
-      ownedBy: model.owned_by ?? model.provider,
+      pricing,
+      ownedBy: model.owned_by ?? first.provider,
       created: model.created ?? defaultCreated,
     });
   }
   return { providers, models };
+}
+
+type FileModel = CatalogFile['models'][number];
+type FilePricing = FileModel['pricing'];
+
+function toPricing(pricing: FilePricing): ModelEntry['pricing'] {
+  return { promptUsdPerMillion: pricing.prompt_usd_per_million, completionUsdPerMillion: pricing.completion_usd_per_million };
+}
+
+/** The inline provider + upstream_model form is a list of one deployment. */
+function deploymentsOf(model: FileModel, pricing: ModelEntry['pricing'], providers: Map<string, ProviderConfig>): ModelDeployment[] {
+  // The schema guarantees one form or the other.
+  const listed = model.deployments ?? [{ provider: model.provider!, upstream_model: model.upstream_model! }];
+  const deployments: ModelDeployment[] = [];
+  for (const entry of listed) {
+    if (!providers.has(entry.provider)) throw new CatalogError(`Model ${model.id} names provider '${entry.provider}', which the catalog does not define.`);
+    const id = `${entry.provider}/${entry.upstream_model}`;
+    if (deployments.some((existing) => existing.id === id)) throw new CatalogError(`Model ${model.id} lists the deployment ${id} twice.`);
+    deployments.push({
+      id,
+      provider: entry.provider,
+      upstreamModel: entry.upstream_model,
+      weight: 'weight' in entry && entry.weight !== undefined ? entry.weight : 1,
+      pricing: 'pricing' in entry && entry.pricing ? toPricing(entry.pricing) : pricing,
+    });
+  }
+  return deployments;
 }
 
 export function parseCatalogText(text: string, source: string): CatalogFile {

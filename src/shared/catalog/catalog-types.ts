@@ -6,6 +6,17 @@ export interface ProviderTimeouts {
   totalMs: number;
 }
 
+/** When a deployment on this provider is taken out of rotation, and for how long. */
+export interface CooldownPolicy {
+  /** 0 disables cool-downs: the deployment always stays in rotation. */
+  cooldownMs: number;
+  /** Consecutive failures (other than 429s, which count at once) that start a cool-down. */
+  failuresBeforeCooldown: number;
+}
+
+/** Long enough for a provider's per-minute window to move on, short enough to notice a recovery. */
+export const defaultCooldown: CooldownPolicy = { cooldownMs: 30_000, failuresBeforeCooldown: 3 };
+
 export interface ProviderConfig {
   name: string;
   api: ProviderApi;
@@ -16,6 +27,8 @@ export interface ProviderConfig {
   apiVersion?: string;
   headers: Record<string, string>;
   timeouts: ProviderTimeouts;
+  /** The catalog loader always sets it; configs built by hand may leave it to defaultCooldown. */
+  cooldown?: CooldownPolicy;
 }
 
 export interface ModelPricing {
@@ -23,12 +36,28 @@ export interface ModelPricing {
   completionUsdPerMillion: number;
 }
 
-export interface ModelEntry {
+/** One place a model is served: a provider (account or key) and its name for the model there. */
+export interface ModelDeployment {
+  /** `<provider>/<upstream model>`: the key of its health state and its name in the ledger and logs. */
   id: string;
   provider: string;
   upstreamModel: string;
+  /** Share of traffic relative to the model's other deployments. */
+  weight: number;
+  /** What a request served here costs. */
+  pricing: ModelPricing;
+}
+
+export interface ModelEntry {
+  id: string;
+  /** The first deployment's provider and upstream model, as /v1/models lists them. */
+  provider: string;
+  upstreamModel: string;
+  /** At least one; a model written with provider + upstream_model has exactly that one. */
+  deployments: ModelDeployment[];
   contextLength: number;
   maxOutputTokens: number;
+  /** The model's list price; a deployment may override it for the requests it serves. */
   pricing: ModelPricing;
   ownedBy: string;
   created: number;
@@ -37,4 +66,19 @@ export interface ModelEntry {
 export interface Catalog {
   providers: Map<string, ProviderConfig>;
   models: Map<string, ModelEntry>;
+}
+
+/**
+ * The dearest prices any of the model's deployments may bill. Admission reserves budget against
+ * these because it cannot know in advance which deployment will serve the request.
+ */
+export function highestPricing(model: ModelEntry): ModelPricing {
+  // Every deployment carries its effective price (the model's own unless overridden).
+  let prompt = 0;
+  let completion = 0;
+  for (const deployment of model.deployments) {
+    prompt = Math.max(prompt, deployment.pricing.promptUsdPerMillion);
+    completion = Math.max(completion, deployment.pricing.completionUsdPerMillion);
+  }
+  return { promptUsdPerMillion: prompt, completionUsdPerMillion: completion };
 }

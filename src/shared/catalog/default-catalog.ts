@@ -1,9 +1,10 @@
 import type { CatalogFile } from './catalog-file-schema.js';
 
-// Public list prices in USD per million tokens (standard tier, no caching or batch discounts), as
-// published by each provider. Anthropic and Google are reached through their OpenAI-compatible
-// endpoints here; keys come from the environment and a provider without one is listed but answers
-// provider_not_configured.
+// Public list prices in USD per million tokens (standard tier, prompts under any long-context
+// surcharge, no caching or batch discounts), as published by each provider. Anthropic and Google
+// are reached through their native APIs: their OpenAI-compatible endpoints are documented as partial
+// (Anthropic's is meant for evaluation and ignores prompt caching). Keys come from the environment;
+// a provider without one is listed but answers provider_not_configured.
 
 type Row = [id: string, provider: string, upstream: string, context: number, maxOutput: number, prompt: number, completion: number];
 
@@ -16,15 +17,14 @@ const rows: Row[] = [
   ['svc/gpt-4o', 'openai', 'gpt-4o', 128_000, 16_384, 2.5, 10],
   ['svc/gpt-4o-mini', 'openai', 'gpt-4o-mini', 128_000, 16_384, 0.15, 0.6],
   ['svc/o4-mini', 'openai', 'o4-mini', 200_000, 100_000, 1.1, 4.4],
+  ['svc/claude-opus-4-5', 'anthropic', 'claude-opus-4-5', 200_000, 64_000, 5, 25],
   ['svc/claude-opus-4-1', 'anthropic', 'claude-opus-4-1', 200_000, 32_000, 15, 75],
   ['svc/claude-sonnet-4-5', 'anthropic', 'claude-sonnet-4-5', 200_000, 64_000, 3, 15],
   ['svc/claude-haiku-4-5', 'anthropic', 'claude-haiku-4-5', 200_000, 64_000, 1, 5],
   ['svc/gemini-2.5-pro', 'google', 'gemini-2.5-pro', 1_048_576, 65_536, 1.25, 10],
   ['svc/gemini-2.5-flash', 'google', 'gemini-2.5-flash', 1_048_576, 65_536, 0.3, 2.5],
   ['svc/gemini-2.5-flash-lite', 'google', 'gemini-2.5-flash-lite', 1_048_576, 65_536, 0.1, 0.4],
-  ['svc/llama-3.3-70b', 'groq', 'llama-3.3-70b-versatile', 131_072, 32_768, 0.59, 0.79],
   ['svc/llama-3.1-8b', 'groq', 'llama-3.1-8b-instant', 131_072, 131_072, 0.05, 0.08],
-  ['svc/gpt-oss-120b', 'groq', 'openai/gpt-oss-120b', 131_072, 65_536, 0.15, 0.75],
   ['svc/qwen-2.5-72b', 'together', 'Qwen/Qwen2.5-72B-Instruct-Turbo', 32_768, 8_192, 1.2, 1.2],
   ['svc/deepseek-v3', 'together', 'deepseek-ai/DeepSeek-V3', 131_072, 8_192, 1.25, 1.25],
   ['svc/deepseek-chat', 'deepseek', 'deepseek-chat', 128_000, 8_192, 0.28, 0.42],
@@ -35,23 +35,55 @@ const rows: Row[] = [
   ['svc/grok-3-mini', 'xai', 'grok-3-mini', 131_072, 32_768, 0.3, 0.5],
 ];
 
+const pricing = (prompt: number, completion: number) => ({ prompt_usd_per_million: prompt, completion_usd_per_million: completion });
+
+// Open-weight models hosted by more than one provider: traffic spreads over both, and one that rate
+// limits or fails is skipped while the other serves. Each deployment bills its own provider's price.
+const multiHosted: CatalogFile['models'] = [
+  {
+    id: 'svc/llama-3.3-70b',
+    context_length: 131_072,
+    max_output_tokens: 32_768,
+    pricing: pricing(0.59, 0.79),
+    owned_by: 'meta',
+    deployments: [
+      { provider: 'groq', upstream_model: 'llama-3.3-70b-versatile' },
+      { provider: 'together', upstream_model: 'meta-llama/Llama-3.3-70B-Instruct-Turbo', pricing: pricing(0.88, 0.88) },
+    ],
+  },
+  {
+    id: 'svc/gpt-oss-120b',
+    context_length: 131_072,
+    max_output_tokens: 65_536,
+    pricing: pricing(0.15, 0.75),
+    owned_by: 'openai',
+    deployments: [
+      { provider: 'groq', upstream_model: 'openai/gpt-oss-120b' },
+      { provider: 'together', upstream_model: 'openai/gpt-oss-120b', pricing: pricing(0.15, 0.6) },
+    ],
+  },
+];
+
 export const defaultCatalogFile: CatalogFile = {
   providers: {
     openai: { api: 'openai', base_url: 'https://api.openai.com/v1', api_key: '${OPENAI_API_KEY}' },
-    anthropic: { api: 'openai', base_url: 'https://api.anthropic.com/v1', api_key: '${ANTHROPIC_API_KEY}' },
-    google: { api: 'openai', base_url: 'https://generativelanguage.googleapis.com/v1beta/openai', api_key: '${GEMINI_API_KEY}' },
+    anthropic: { api: 'anthropic', base_url: 'https://api.anthropic.com/v1', api_key: '${ANTHROPIC_API_KEY}' },
+    google: { api: 'gemini', base_url: 'https://generativelanguage.googleapis.com/v1beta', api_key: '${GEMINI_API_KEY}' },
     groq: { api: 'openai', base_url: 'https://api.groq.com/openai/v1', api_key: '${GROQ_API_KEY}' },
     together: { api: 'openai', base_url: 'https://api.together.xyz/v1', api_key: '${TOGETHER_API_KEY}' },
     deepseek: { api: 'openai', base_url: 'https://api.deepseek.com/v1', api_key: '${DEEPSEEK_API_KEY}' },
     mistral: { api: 'openai', base_url: 'https://api.mistral.ai/v1', api_key: '${MISTRAL_API_KEY}' },
     xai: { api: 'openai', base_url: 'https://api.x.ai/v1', api_key: '${XAI_API_KEY}' },
   },
-  models: rows.map(([id, provider, upstream, context, maxOutput, prompt, completion]) => ({
-    id,
-    provider,
-    upstream_model: upstream,
-    context_length: context,
-    max_output_tokens: maxOutput,
-    pricing: { prompt_usd_per_million: prompt, completion_usd_per_million: completion },
-  })),
+  models: [
+    ...rows.map(([id, provider, upstream, context, maxOutput, prompt, completion]) => ({
+      id,
+      provider,
+      upstream_model: upstream,
+      context_length: context,
+      max_output_tokens: maxOutput,
+      pricing: pricing(prompt, completion),
+    })),
+    ...multiHosted,
+  ],
 };
