@@ -1,12 +1,13 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { registerDeploymentStarter, testEnvironment, type HarnessOptions, type TestDeployment } from './gateway-harness.js';
+import { testCatalogYaml } from './test-catalog.js';
 
 // The scaled-out deployment as real processes: two ingress (`web`) and two worker processes, each
 // started as the Procfile would (`node --import tsx src/.../x-main.ts`), sharing Redis and
@@ -27,6 +28,8 @@ export interface ManagedProcess {
   /** Everything it printed, for diagnostics. */
   output: () => string;
   exited: Promise<number | null>;
+  /** Worker only, with `tagWorkers`: the value of the x-test-worker header it sends upstream. */
+  tag?: string;
   /** Ingress only. */
   port?: number;
   url?: string;
@@ -45,6 +48,8 @@ export interface ScaledDeployment extends TestDeployment {
 export interface ScaledOptions extends HarnessOptions {
   ingressCount?: number;
   workerCount?: number;
+  /** Each worker sends an `x-test-worker` header upstream, so a test can tell which one holds a job. */
+  tagWorkers?: boolean;
 }
 
 function spawnManaged(role: 'ingress' | 'worker', environment: Record<string, string>): Promise<ManagedProcess> {
@@ -141,8 +146,17 @@ export async function startScaledDeployment(options: ScaledOptions): Promise<Sca
     SWITCHBOARD_WORKER_CONCURRENCY: '64',
     ...options.environment,
   };
+  let tags = 0;
   const spawnProcess = async (role: 'ingress' | 'worker', extra: Record<string, string> = {}) => {
+    let tag: string | undefined;
+    if (role === 'worker' && options.tagWorkers) {
+      tag = `w${++tags}`;
+      const catalog = join(dataDir, `catalog-${tag}.yaml`);
+      writeFileSync(catalog, testCatalogYaml(options).replace('  double:\n    api: openai\n', `  double:\n    api: openai\n    headers: { x-test-worker: ${tag} }\n`));
+      extra = { SWITCHBOARD_CATALOG: catalog, ...extra };
+    }
     const managed = await spawnManaged(role, { ...environment, ...extra });
+    managed.tag = tag;
     if (managed.url) await waitForHealth(managed.url);
     (role === 'ingress' ? ingresses : workers).push(managed);
     return managed;
