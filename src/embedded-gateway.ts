@@ -1,5 +1,6 @@
 import type { TemplatedApp } from 'uWebSockets.js';
-import { startIngress, type RunningIngress } from './ingress/server.js';
+import { Dashboard, dashboardPort } from './ingress/dashboard/dashboard.js';
+import { startIngress, type IngressContext, type RunningIngress } from './ingress/server.js';
 import { loadCatalog } from './shared/catalog/catalog-loader.js';
 import type { Catalog } from './shared/catalog/catalog-types.js';
 import { readConfig, resolveAdminToken, type GatewayConfig } from './shared/config.js';
@@ -19,6 +20,8 @@ export interface EmbeddedGateway {
   adminToken: string;
   config: GatewayConfig;
   ingress: RunningIngress;
+  /** The dashboard's address: on its own port when SWITCHBOARD_DASHBOARD_PORT is set, else on the ingress. */
+  dashboardUrl: string;
   /** Stops accepting, drains open streams and jobs, closes everything. */
   close(): Promise<void>;
 }
@@ -26,7 +29,7 @@ export interface EmbeddedGateway {
 export interface EmbeddedOptions {
   environment?: NodeJS.ProcessEnv;
   catalog?: Catalog;
-  extend?: (app: TemplatedApp) => void;
+  extend?: (app: TemplatedApp, context: IngressContext) => void;
 }
 
 export async function startEmbeddedGateway(options: EmbeddedOptions = {}): Promise<EmbeddedGateway> {
@@ -43,6 +46,7 @@ export async function startEmbeddedGateway(options: EmbeddedOptions = {}): Promi
   const counters = openMemoryCounters(store);
   const transport = new InProcessTransport({ maxQueued: config.maxQueuedJobs });
   const client = new ProviderClient();
+  const dashboard = new Dashboard({ port: dashboardPort(environment), host: config.host, logger });
   await transport.worker.start(createCompletionHandler({ catalog, client, store, counters, logger, workerId: transport.workerId }), { concurrency: config.workerConcurrency });
   const ingress = await startIngress({
     port: config.port,
@@ -56,8 +60,12 @@ export async function startEmbeddedGateway(options: EmbeddedOptions = {}): Promi
     maxBodyBytes: config.maxBodyBytes,
     maxQueuedStreamBytes: config.maxQueuedStreamBytes,
     keyCacheMs: Number.MAX_SAFE_INTEGER,
-    extend: options.extend,
+    extend: (app, context) => {
+      dashboard.extend(app, context);
+      options.extend?.(app, context);
+    },
   });
+  const ownDashboardPort = await dashboard.listen();
   const host = config.host === '0.0.0.0' ? '127.0.0.1' : config.host;
   return {
     url: `http://${host}:${ingress.port}`,
@@ -65,7 +73,9 @@ export async function startEmbeddedGateway(options: EmbeddedOptions = {}): Promi
     adminToken: admin.token,
     config,
     ingress,
+    dashboardUrl: `http://${host}:${ownDashboardPort ?? ingress.port}/dashboard/`,
     async close() {
+      dashboard.close();
       await ingress.drain(config.drainDeadlineMs);
       await transport.worker.close(config.drainDeadlineMs);
       await client.close();

@@ -6,6 +6,7 @@ const gateway = await startEmbeddedGateway().catch((error: Error) => {
   process.exit(1);
 });
 process.stdout.write(`Switchboard listening on ${gateway.url} (uWebSockets.js build ${gateway.ingress.build})\n`);
+process.stdout.write(`Dashboard: ${gateway.dashboardUrl} (sign in with the admin token)\n`);
 
 let stopping = false;
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {

@@ -5,7 +5,7 @@ import { z } from 'zod';
 import type { Counters } from '../shared/counters/counters.js';
 import { GatewayError } from '../shared/errors.js';
 import { generateApiKey, tokensEqual } from '../shared/keys/api-key.js';
-import type { KeyPatch, KeyRecord, Store, UsageFilter } from '../shared/store/store.js';
+import type { KeyPatch, KeyRecord, NewKey, Store, UsageFilter } from '../shared/store/store.js';
 import { parseJsonBody, readBody } from './body-reader.js';
 import { replyError, replyJson, type ReplyState } from './http-reply.js';
 import type { KeyDirectory } from './key-directory.js';
@@ -79,13 +79,19 @@ function toPatch(body: z.infer<typeof patchSchema>): KeyPatch {
 
 type AdminAction = (context: { res: HttpResponse; state: ReplyState; parameter: string; query: string; body?: unknown }) => Promise<[number, unknown]>;
 
-export function registerAdminRoutes(app: TemplatedApp, dependencies: AdminDependencies, maxBodyBytes: number): void {
-  const { store, counters, keys, adminToken } = dependencies;
+/** One admin action, its path relative to /admin/v1. The bearer routes below and the dashboard both serve these. */
+export interface AdminRoute {
+  method: 'get' | 'post' | 'patch' | 'del';
+  path: string;
+  action: AdminAction;
+  withBody: boolean;
+}
 
-  function route(method: 'get' | 'post' | 'patch' | 'del', pattern: string, action: AdminAction, withBody = false): void {
-    app[method](pattern, (res: HttpResponse, req: HttpRequest) => {
+export function registerAdminRoutes(app: TemplatedApp, dependencies: AdminDependencies, maxBodyBytes: number): void {
+  for (const { method, path, action, withBody } of adminRoutes(dependencies)) {
+    app[method](`/admin/v1${path}`, (res: HttpResponse, req: HttpRequest) => {
       const authorization = req.getHeader('authorization');
-      const parameter = pattern.includes(':') ? decodeURIComponent(req.getParameter(0) ?? '') : '';
+      const parameter = path.includes(':') ? decodeURIComponent(req.getParameter(0) ?? '') : '';
       const query = req.getQuery() ?? '';
       const state: ReplyState = { aborted: false, done: false, requestId: randomUUID() };
       res.onAborted(() => {
@@ -95,13 +101,19 @@ export function registerAdminRoutes(app: TemplatedApp, dependencies: AdminDepend
         const body = withBody ? await readBody(res, maxBodyBytes, state) : undefined;
         if (withBody && body === undefined) return;
         const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
-        if (!match || !tokensEqual(match[1]!, adminToken)) throw new GatewayError('invalid_admin_token', 'Incorrect admin token.');
+        if (!match || !tokensEqual(match[1]!, dependencies.adminToken)) throw new GatewayError('invalid_admin_token', 'Incorrect admin token.');
         const [status, result] = await action({ res, state, parameter, query, body: body ? parseJsonBody(body) : undefined });
         replyJson(res, state, status, JSON.stringify(result));
       };
       run().catch((error) => replyError(res, state, error));
     });
   }
+}
+
+export function adminRoutes(dependencies: AdminDependencies): AdminRoute[] {
+  const { store, counters, keys } = dependencies;
+  const routes: AdminRoute[] = [];
+  const route = (method: AdminRoute['method'], path: string, action: AdminAction, withBody = false) => routes.push({ method, path, action, withBody });
 
   async function existingKey(id: string): Promise<KeyRecord> {
     const record = await store.getKey(id);
@@ -115,37 +127,50 @@ export function registerAdminRoutes(app: TemplatedApp, dependencies: AdminDepend
     await counters.reset(record.id);
   }
 
-  route('post', '/admin/v1/keys', async ({ body }) => {
-    const input = validate(createSchema, body);
+  async function issueKey(settings: Omit<NewKey, 'id' | 'publicId' | 'secretHash' | 'keyHint' | 'createdAt'>): Promise<[number, unknown]> {
     const generated = generateApiKey();
     const record = await store.createKey({
+      ...settings,
       id: `key_${randomUUID().replace(/-/g, '').slice(0, 20)}`,
-      name: input.name,
       publicId: generated.publicId,
       secretHash: generated.secretHash,
       keyHint: generated.keyHint,
+      createdAt: new Date().toISOString(),
+    });
+    dependencies.logger.info({ keyId: record.id, hint: record.keyHint }, 'key created');
+    return [201, { ...publicKey(record), key: generated.key }];
+  }
+
+  route('post', '/keys', async ({ body }) => {
+    const input = validate(createSchema, body);
+    return issueKey({
+      name: input.name,
       budgetUsd: input.budget_usd ?? null,
       budgetPeriod: input.budget_period ?? 'none',
       rpm: input.rpm ?? null,
       tpm: input.tpm ?? null,
       maxConcurrent: input.max_concurrent ?? null,
-      createdAt: new Date().toISOString(),
     });
-    dependencies.logger.info({ keyId: record.id, hint: record.keyHint }, 'key created');
-    return [201, { ...publicKey(record), key: generated.key }];
   }, true);
 
-  route('get', '/admin/v1/keys', async () => [200, { object: 'list', data: (await store.listKeys()).map(publicKey) }]);
-  route('get', '/admin/v1/keys/:id', async ({ parameter }) => [200, publicKey(await existingKey(parameter))]);
+  // Rotation: a twin with the same name, budget and limits; the old key stays valid until revoked.
+  route('post', '/keys/:id/rotate', async ({ parameter }) => {
+    const old = await existingKey(parameter);
+    if (old.revokedAt) throw new GatewayError('invalid_value', 'This key is revoked; create a new key instead of rotating it.', { param: 'id' });
+    return issueKey({ name: old.name, budgetUsd: old.budgetUsd, budgetPeriod: old.budgetPeriod, rpm: old.rpm, tpm: old.tpm, maxConcurrent: old.maxConcurrent });
+  });
 
-  route('patch', '/admin/v1/keys/:id', async ({ parameter, body }) => {
+  route('get', '/keys', async () => [200, { object: 'list', data: (await store.listKeys()).map(publicKey) }]);
+  route('get', '/keys/:id', async ({ parameter }) => [200, publicKey(await existingKey(parameter))]);
+
+  route('patch', '/keys/:id', async ({ parameter, body }) => {
     await existingKey(parameter);
     const record = (await store.updateKey(parameter, toPatch(validate(patchSchema, body))))!;
     await keyChanged(record);
     return [200, publicKey(record)];
   }, true);
 
-  route('del', '/admin/v1/keys/:id', async ({ parameter }) => {
+  route('del', '/keys/:id', async ({ parameter }) => {
     await existingKey(parameter);
     const record = (await store.revokeKey(parameter, new Date().toISOString()))!;
     await counters.revoke(record.id);
@@ -159,9 +184,10 @@ export function registerAdminRoutes(app: TemplatedApp, dependencies: AdminDepend
     return { keyId: input.key_id, model: input.model, since: input.since, until: input.until, groupBy: input.group_by, limit: input.limit };
   }
 
-  route('get', '/admin/v1/usage', async ({ query }) => [200, { object: 'list', data: await store.queryUsage(usageFilter(query)) }]);
-  route('get', '/admin/v1/requests', async ({ query }) => {
+  route('get', '/usage', async ({ query }) => [200, { object: 'list', data: await store.queryUsage(usageFilter(query)) }]);
+  route('get', '/requests', async ({ query }) => {
     const entries = await store.listLedger(usageFilter(query));
     return [200, { object: 'list', data: entries.map((entry) => ({ ...entry, costUsd: entry.costNanos / 1e9 })) }];
   });
+  return routes;
 }

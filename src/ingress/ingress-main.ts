@@ -5,6 +5,7 @@ import { createLogger } from '../shared/logger.js';
 import { prepareTokenCounter } from '../shared/token-counter.js';
 import { openRedis, quitQuietly, waitUntilReady } from '../shared/transport/redis-connections.js';
 import { RedisIngressTransport } from '../shared/transport/redis-transport.js';
+import { Dashboard, dashboardPort } from './dashboard/dashboard.js';
 import { startIngress, type RunningIngress } from './server.js';
 
 // The `web` process of the scaled-out deployment (Procfile): authenticates, admits and enqueues
@@ -30,6 +31,7 @@ async function main(): Promise<void> {
   const counters = openRedisCounters(countersRedis, settings, store);
 
   let ingress: RunningIngress | undefined;
+  const dashboard = new Dashboard({ port: dashboardPort(environment), host: config.host, logger });
   const transport = new RedisIngressTransport({
     redisUrl,
     prefix: settings.redisPrefix,
@@ -52,9 +54,12 @@ async function main(): Promise<void> {
     maxQueuedStreamBytes: config.maxQueuedStreamBytes,
     keyCacheMs: config.keyCacheMs,
     announceKeyChange: (publicId) => transport.announceKeyChange(publicId),
+    extend: dashboard.extend,
   });
+  const dashboardOwnPort = await dashboard.listen();
   const host = config.host === '0.0.0.0' ? '127.0.0.1' : config.host;
   process.stdout.write(`Switchboard ingress ${transport.ingressId} listening on http://${host}:${ingress.port} (uWebSockets.js build ${ingress.build})\n`);
+  process.stdout.write(`Dashboard: http://${host}:${dashboardOwnPort ?? ingress.port}/dashboard/ (sign in with the admin token)\n`);
 
   let stopping = false;
   const stop = (signal: string) => {
@@ -62,6 +67,7 @@ async function main(): Promise<void> {
     stopping = true;
     logger.info({ signal }, 'ingress draining');
     const running = ingress!;
+    dashboard.close();
     running
       .drain(config.drainDeadlineMs) // stops accepting, waits for open streams, closes the transport
       .then(async () => {

@@ -1,0 +1,143 @@
+import { randomUUID } from 'node:crypto';
+import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
+import { tokensEqual } from '../../shared/keys/api-key.js';
+import { adminRoutes, type AdminRoute } from '../admin-routes.js';
+import { parseJsonBody, readBody } from '../body-reader.js';
+import { replyJson, type ReplyState } from '../http-reply.js';
+import { modelsListBody } from '../models-route.js';
+import type { IngressContext } from '../server.js';
+import { DashboardError, notFound, replyAsset, replyFailure, replyRedirect, securityHeaders, snapshot, type RequestSnapshot } from './dashboard-http.js';
+import { readCookie, sessionCookie, sessionCookieName, SessionSigner, type Session } from './session.js';
+import { SignInThrottle } from './sign-in-throttle.js';
+import { loadAssets, type AssetTable } from './static-assets.js';
+
+// The dashboard's routes: the page and its files, sign-in/sign-out, and JSON endpoints under
+// /dashboard/api that run the admin API's own actions behind a session cookie instead of the
+// bearer token. Anything that changes state must come from the dashboard's own origin and carry
+// the session's CSRF token in x-csrf-token.
+
+export interface DashboardServices {
+  context: IngressContext;
+  signer: SessionSigner;
+  throttle: SignInThrottle;
+  assets: AssetTable;
+  actions: AdminRoute[];
+  modelsBody: string;
+}
+
+export function createDashboardServices(context: IngressContext): DashboardServices {
+  return {
+    context,
+    signer: new SessionSigner(context.admin.adminToken),
+    throttle: new SignInThrottle(),
+    assets: loadAssets(),
+    actions: adminRoutes(context.admin),
+    modelsBody: modelsListBody(context.catalog),
+  };
+}
+
+/**
+ * read: a valid session; change: also same origin, JSON bodies and the CSRF token; sign-in: same
+ * origin only; probe: no requirement (the handler sees whether there is a session).
+ */
+type Access = 'read' | 'change' | 'sign-in' | 'probe';
+
+interface ApiCall {
+  res: HttpResponse;
+  state: ReplyState;
+  request: RequestSnapshot;
+  session?: Session;
+  body?: unknown;
+}
+
+type ApiHandler = (call: ApiCall) => Promise<[number, unknown, Array<[string, string]>?]>;
+
+export function registerDashboardRoutes(app: TemplatedApp, services: DashboardServices): void {
+  const { signer, throttle, assets, context } = services;
+  const logger = context.admin.logger;
+
+  function requireSession(request: RequestSnapshot): Session {
+    const session = signer.verify(readCookie(request.cookie, sessionCookieName));
+    if (!session) throw new DashboardError(401, 'session_required', 'Sign in to the dashboard first; the session is missing or has expired.');
+    return session;
+  }
+
+  function refuseForgery(request: RequestSnapshot, session: Session | undefined, withBody: boolean): void {
+    if (request.origin !== request.ownOrigin) throw new DashboardError(403, 'cross_site_request', 'Requests that change anything must come from the dashboard page itself.');
+    if (withBody && !/^application\/json\b/i.test(request.contentType)) throw new DashboardError(415, 'unsupported_media_type', 'Send JSON with Content-Type: application/json.');
+    if (session && !signer.csrfMatches(session, request.csrfToken)) throw new DashboardError(403, 'csrf_token_invalid', 'The CSRF token is missing or does not belong to this session; reload the page.');
+  }
+
+  function api(method: AdminRoute['method'], pattern: string, access: Access, withBody: boolean, handler: ApiHandler): void {
+    app[method](pattern, (res: HttpResponse, req: HttpRequest) => {
+      const request = snapshot(res, req, pattern.includes(':'));
+      const state: ReplyState = { aborted: false, done: false, requestId: randomUUID(), extraHeaders: securityHeaders('no-store') };
+      res.onAborted(() => {
+        state.aborted = true;
+      });
+      const run = async () => {
+        const raw = withBody ? await readBody(res, context.maxBodyBytes, state) : undefined;
+        if (withBody && raw === undefined) return;
+        const session = access === 'probe' ? signer.verify(readCookie(request.cookie, sessionCookieName)) : access === 'sign-in' ? undefined : requireSession(request);
+        if (access === 'change' || access === 'sign-in') refuseForgery(request, session, withBody);
+        const [status, result, headers] = await handler({ res, state, request, session, body: raw ? parseJsonBody(raw) : undefined });
+        replyJson(res, state, status, typeof result === 'string' ? result : JSON.stringify(result), headers);
+      };
+      run().catch((error) => replyFailure(res, state, error));
+    });
+  }
+
+  api('post', '/dashboard/api/session', 'sign-in', true, async ({ request, body }) => {
+    const waitMs = throttle.waitMs(request.client);
+    if (waitMs > 0) {
+      const seconds = Math.ceil(waitMs / 1000);
+      throw new DashboardError(429, 'too_many_attempts', `Too many failed sign-ins; try again in ${seconds} s.`, [['retry-after', String(seconds)]]);
+    }
+    const token = body && typeof body === 'object' && typeof (body as { token?: unknown }).token === 'string' ? (body as { token: string }).token : '';
+    if (!token || !tokensEqual(token, context.admin.adminToken)) {
+      throttle.failed(request.client);
+      logger.warn({ client: request.client }, 'dashboard sign-in refused');
+      throw new DashboardError(401, 'sign_in_failed', 'Sign-in failed.');
+    }
+    throttle.succeeded(request.client);
+    const issued = signer.issue();
+    logger.info({ client: request.client }, 'dashboard sign-in');
+    return [200, sessionBody(issued), [['set-cookie', sessionCookie(issued.cookieValue, signer.ttlMs / 1000, request.secure)]]];
+  });
+  // Answers 200 either way, so that a signed-out page load logs no failed request in the browser.
+  api('get', '/dashboard/api/session', 'probe', false, async ({ session }) => [200, session ? sessionBody({ ...session, csrfToken: signer.csrfToken(session.id) }) : { signed_in: false }]);
+  api('del', '/dashboard/api/session', 'change', false, async ({ request, session }) => {
+    signer.end(session!);
+    return [200, { signed_in: false }, [['set-cookie', sessionCookie('', 0, request.secure)]]];
+  });
+
+  api('get', '/dashboard/api/models', 'read', false, async () => [200, services.modelsBody]);
+  for (const route of services.actions) {
+    api(route.method, `/dashboard/api${route.path}`, route.method === 'get' ? 'read' : 'change', route.withBody, ({ res, state, request, body }) =>
+      route.action({ res, state, parameter: request.parameter, query: request.query, body }),
+    );
+  }
+
+  const staticRoute = (pattern: string, serve: (request: RequestSnapshot, res: HttpResponse, state: ReplyState) => void) =>
+    app.get(pattern, (res, req) => {
+      const request = snapshot(res, req, false);
+      const state: ReplyState = { aborted: false, done: false, requestId: randomUUID(), extraHeaders: securityHeaders('no-store') };
+      serve(request, res, state);
+    });
+  staticRoute('/dashboard', (_request, res) => replyRedirect(res, '/dashboard/'));
+  staticRoute('/dashboard/', (request, res, state) => replyAsset(res, state, request, assets.page, 'no-cache'));
+  for (const [prefix, table] of [['/dashboard/assets/', assets.files], ['/dashboard/vendor/', assets.vendor]] as const) {
+    staticRoute(`${prefix}*`, (request, res, state) => {
+      const asset = table.get(request.url.slice(prefix.length));
+      if (asset) replyAsset(res, state, request, asset, 'no-cache');
+      else replyFailure(res, state, notFound());
+    });
+  }
+  app.any('/dashboard/*', (res) => {
+    replyFailure(res, { aborted: false, done: false, requestId: randomUUID(), extraHeaders: securityHeaders('no-store') }, notFound());
+  });
+}
+
+function sessionBody(session: Session & { csrfToken: string }): Record<string, unknown> {
+  return { signed_in: true, csrf_token: session.csrfToken, expires_at: new Date(session.expiresAt).toISOString() };
+}

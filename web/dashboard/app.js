@@ -1,0 +1,139 @@
+// The dashboard shell: session check, sign-in, navigation between the pages (hash routes), sign-out.
+import { render } from '../vendor/preact.js';
+import { useEffect, useRef, useState } from '../vendor/hooks.js';
+import { ApiError, currentSession, signIn, signOut, whenSessionEnds } from './api.js';
+import { html } from './html.js';
+import { KeysPage } from './keys.js';
+import { ModelsPage } from './models.js';
+import { UsagePage } from './usage.js';
+
+const pages = {
+  keys: { title: 'API keys', component: KeysPage },
+  models: { title: 'Models', component: ModelsPage },
+  usage: { title: 'Usage', component: UsagePage },
+};
+
+function routeFromHash() {
+  const name = location.hash.replace(/^#\/?/, '').split('?')[0];
+  return pages[name] ? name : 'keys';
+}
+
+function SignIn({ onSignedIn, notice }) {
+  const [token, setToken] = useState('');
+  const [error, setError] = useState('');
+  const [busy, setBusy] = useState(false);
+  const input = useRef(null);
+  useEffect(() => input.current?.focus(), []);
+
+  async function submit(event) {
+    event.preventDefault();
+    setBusy(true);
+    setError('');
+    try {
+      const session = await signIn(token);
+      setToken('');
+      onSignedIn(session);
+    } catch (failure) {
+      setToken('');
+      if (failure instanceof ApiError && failure.status === 429) setError(`Too many failed attempts. Wait ${failure.retryAfter ?? 'a few'} seconds, then try again.`);
+      else if (failure instanceof ApiError && failure.status === 401) setError('Sign-in failed. Check the admin token and try again.');
+      else setError(failure.message);
+      input.current?.focus();
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  return html`
+    <main class="sign-in" id="main">
+      <form class="card sign-in-card" method="post" onSubmit=${submit} aria-describedby="sign-in-help">
+        <div class="brand brand-large"><img src="assets/favicon.svg" alt="" width="32" height="32" /> Switchboard</div>
+        <h1>Sign in to the dashboard</h1>
+        ${notice && html`<p class="notice" role="status">${notice}</p>`}
+        <label for="admin-token">Admin token</label>
+        <input id="admin-token" ref=${input} type="password" autocomplete="current-password" required value=${token}
+          onInput=${(event) => setToken(event.currentTarget.value)} aria-invalid=${error ? 'true' : 'false'} aria-describedby=${error ? 'sign-in-error' : undefined} />
+        <p id="sign-in-help" class="hint">The value of SWITCHBOARD_ADMIN_TOKEN, or the token printed when the gateway first started (kept in the data folder as admin-token).</p>
+        ${error && html`<p id="sign-in-error" class="error" role="alert">${error}</p>`}
+        <button class="primary" type="submit" disabled=${busy}>${busy ? 'Signing in…' : 'Sign in'}</button>
+      </form>
+    </main>`;
+}
+
+function Shell({ session, onSignOut }) {
+  const [route, setRoute] = useState(routeFromHash());
+  const [message, setMessage] = useState('');
+  const heading = useRef(null);
+  const first = useRef(true);
+  useEffect(() => {
+    const changed = () => setRoute(routeFromHash());
+    addEventListener('hashchange', changed);
+    return () => removeEventListener('hashchange', changed);
+  }, []);
+  useEffect(() => {
+    document.title = `${pages[route].title} · Switchboard`;
+    setMessage('');
+    if (!first.current) heading.current?.focus();
+    first.current = false;
+  }, [route]);
+  useEffect(() => {
+    if (!message) return undefined;
+    const timer = setTimeout(() => setMessage(''), 6000);
+    return () => clearTimeout(timer);
+  }, [message]);
+
+  const Page = pages[route].component;
+  return html`
+    <a class="skip" href="#main">Skip to content</a>
+    <header class="top">
+      <div class="brand"><img src="assets/favicon.svg" alt="" width="24" height="24" /> Switchboard</div>
+      <nav aria-label="Dashboard">
+        <ul>
+          ${Object.entries(pages).map(([name, page]) => html`
+            <li><a href=${`#/${name}`} aria-current=${route === name ? 'page' : undefined}>${page.title}</a></li>`)}
+        </ul>
+      </nav>
+      <div class="session">
+        <span class="muted session-expiry">Session until ${new Date(session.expires_at).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' })}</span>
+        <button type="button" onClick=${onSignOut}>Sign out</button>
+      </div>
+    </header>
+    <main id="main">
+      <h1 ref=${heading} tabindex="-1">${pages[route].title}</h1>
+      <div class="live" role="status" aria-live="polite">${message && html`<p class="toast">${message}</p>`}</div>
+      <${Page} notify=${setMessage} />
+    </main>`;
+}
+
+function App() {
+  const [session, setSession] = useState(undefined);
+  const [notice, setNotice] = useState('');
+  const [failure, setFailure] = useState('');
+
+  useEffect(() => {
+    whenSessionEnds(() => {
+      setNotice('Your session has ended. Sign in again to continue.');
+      setSession(null);
+    });
+    currentSession().then(setSession, (error) => setFailure(error.message));
+  }, []);
+
+  async function leave() {
+    try {
+      await signOut();
+    } catch {
+      // Signed out either way: the cookie is gone or the session had already ended.
+    }
+    setNotice('You are signed out.');
+    setSession(null);
+  }
+
+  if (failure) return html`<main class="sign-in" id="main"><div class="card"><h1>Dashboard unavailable</h1><p role="alert">${failure}</p></div></main>`;
+  if (session === undefined) return html`<p class="boot" role="status">Loading…</p>`;
+  if (!session) return html`<${SignIn} notice=${notice} onSignedIn=${(next) => { setNotice(''); setSession(next); }} />`;
+  return html`<${Shell} session=${session} onSignOut=${leave} />`;
+}
+
+const root = document.getElementById('app');
+root.textContent = '';
+render(html`<${App} />`, root);
