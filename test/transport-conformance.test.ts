@@ -3,7 +3,9 @@ import { Redis } from 'ioredis';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { GatewayError } from '../src/shared/errors.js';
 import type { CompletionJob, JobEvent } from '../src/shared/job.js';
+import { Queue } from 'bullmq';
 import { InProcessTransport } from '../src/shared/transport/in-process-transport.js';
+import { RedisNames } from '../src/shared/transport/redis-connections.js';
 import { RedisIngressTransport, RedisWorkerTransport } from '../src/shared/transport/redis-transport.js';
 import type { IngressTransport, JobHandler, WorkerTransport } from '../src/shared/transport/transport.js';
 
@@ -23,6 +25,8 @@ interface World {
 interface TransportFactory {
   name: string;
   create(options: { maxQueued: number }): World;
+  /** Resolves once a finished job has left the queue, so that its id can be queued again. */
+  settled?(world: World, jobId: string): Promise<void>;
   /** Whether a job can be run a second time (a worker died): only across processes. */
   reruns: boolean;
 }
@@ -228,6 +232,7 @@ function describeTransportConformance(factory: TransportFactory): void {
       const job = makeJob(ingress.transport.ingressId);
       await ingress.transport.enqueue(job);
       await ingress.waitForEnd(job.id);
+      await factory.settled?.(w, job.id);
       // The same job again, as BullMQ hands a stalled job to another worker.
       ingress.events.delete(job.id);
       await ingress.transport.enqueue(job);
@@ -269,14 +274,28 @@ const REDIS_URL = process.env.REDIS_URL;
 if (REDIS_URL) {
   const runPrefix = `sbtest-transport-${randomBytes(4).toString('hex')}`;
   let worlds = 0;
+  const prefixes = new WeakMap<World, string>();
   describeTransportConformance({
     name: 'redis (BullMQ + pub/sub)',
     reruns: true,
+    async settled(world, jobId) {
+      // BullMQ removes a completed job just after its processor returns, i.e. after the last event.
+      const names = new RedisNames(prefixes.get(world)!);
+      const connection = new Redis(REDIS_URL);
+      const queue = new Queue(names.queue, { connection, prefix: names.bullPrefix });
+      try {
+        const deadline = Date.now() + 5000;
+        while ((await queue.getJob(jobId)) && Date.now() < deadline) await sleep(10);
+      } finally {
+        await queue.close();
+        await connection.quit();
+      }
+    },
     create({ maxQueued }) {
       const prefix = `${runPrefix}-${worlds++}`;
       const ingresses = new Map<number, Promise<RecordingIngress>>();
       const workers: WorkerTransport[] = [];
-      return {
+      const world: World = {
         ingress(index) {
           if (!ingresses.has(index)) ingresses.set(index, new RecordingIngress(new RedisIngressTransport({ redisUrl: REDIS_URL, prefix, maxQueued })).start());
           return ingresses.get(index)!;
@@ -294,6 +313,8 @@ if (REDIS_URL) {
           for (const ingress of ingresses.values()) await (await ingress).transport.close();
         },
       };
+      prefixes.set(world, prefix);
+      return world;
     },
   });
 
