@@ -19,7 +19,7 @@ export interface AdminDependencies {
   adminToken: string;
   logger: Logger;
   /** Tells other ingress instances that a key changed (scaled out); a no-op in one process. */
-  announceKeyChange?: (publicId: string) => void;
+  announceKeyChange?: (publicId: string) => void | Promise<void>;
 }
 
 const nullablePositiveInt = z.number().int().min(1).nullable();
@@ -121,10 +121,14 @@ export function adminRoutes(dependencies: AdminDependencies): AdminRoute[] {
     return record;
   }
 
+  // Limits and budgets travel with each admission, so a change applies on the next request once the
+  // cached record is dropped. The counters keep the rate window and period spend: resetting them
+  // would let a lowered limit start a fresh window, and re-reading spend from the ledger while
+  // requests are between their ledger write and settlement would count those twice.
   async function keyChanged(record: KeyRecord): Promise<void> {
     keys.invalidate(record.publicId);
-    dependencies.announceKeyChange?.(record.publicId);
-    await counters.reset(record.id);
+    // Awaited: the answer to the admin leaves only once every ingress has been told.
+    await dependencies.announceKeyChange?.(record.publicId);
   }
 
   async function issueKey(settings: Omit<NewKey, 'id' | 'publicId' | 'secretHash' | 'keyHint' | 'createdAt'>): Promise<[number, unknown]> {
@@ -180,7 +184,9 @@ export function adminRoutes(dependencies: AdminDependencies): AdminRoute[] {
   });
 
   function usageFilter(query: string): UsageFilter & { limit?: number } {
-    const input = validate(usageQuerySchema, Object.fromEntries(new URLSearchParams(query)));
+    // An empty parameter (key_id=) means "any", as forms and scripts send it.
+    const params = Object.fromEntries([...new URLSearchParams(query)].filter(([, value]) => value !== ''));
+    const input = validate(usageQuerySchema, params);
     return { keyId: input.key_id, model: input.model, since: input.since, until: input.until, groupBy: input.group_by, limit: input.limit };
   }
 

@@ -8,6 +8,11 @@ import { countPromptTokens } from '../shared/token-counter.js';
 
 // Admission before a request goes upstream: revocation, rate limits and a budget reservation of
 // the request's worst-case cost, in one call to the counters (one Redis round trip when scaled out).
+// The worst case is the prompt (counted with the tokenizer) plus max_tokens, or the model's output
+// limit when the request sets none, times n, at the dearest model (and deployment) of the chain;
+// the worker settles it to the real cost. Refusals: 402 insufficient_quota / budget_exceeded, and
+// 429 rate_limit_error / rate_limit_exceeded with retry-after (left out only when waiting cannot
+// help). Every answer after admission carries the x-ratelimit-* headers of the key's limits.
 
 export interface AdmittedRequest {
   reservationId: string;
@@ -72,12 +77,39 @@ export async function admitRequest(counters: Counters, key: KeyRecord, request: 
   const headers = rateLimitHeaders(admission.rateLimit);
   if (admission.ok) return { reservationId: admission.reservationId, reservedNanos: reserveNanos, headers };
   if (admission.reason === 'revoked') throw invalidApiKey();
+  const retryAfterSeconds = admission.retryAfterSeconds;
   if (admission.reason === 'budget_exceeded') {
-    throw new GatewayError('budget_exceeded', `This key's budget of $${key.budgetUsd} (${key.budgetPeriod === 'none' ? 'in total' : key.budgetPeriod}) cannot cover this request's maximum cost. Lower max_tokens or raise the budget.`, { headers });
+    const period = key.budgetPeriod === 'none' ? 'total' : key.budgetPeriod;
+    const ceiling = request.max_completion_tokens ?? request.max_tokens ? 'max_tokens' : "the model's output limit";
+    let next = 'Lower max_tokens or raise the budget.';
+    if (retryAfterSeconds === IN_FLIGHT_RETRY_SECONDS) next = 'Requests in flight will release what they do not spend within seconds.';
+    else if (retryAfterSeconds !== undefined) next = `The budget starts afresh at ${new Date(Date.now() + retryAfterSeconds * 1000).toISOString().replace(/:\d\d\.\d+Z$/, 'Z').replace(/T00:00Z$/, ' 00:00 UTC')}.`;
+    throw new GatewayError(
+      'budget_exceeded',
+      `This request could cost up to ${usd(reserveNanos)} (prompt plus ${ceiling}${choices > 1 ? `, times n = ${choices}` : ''}, at the dearest model it may use), more than is left of this key's ${period} budget of ${usd(usdToNanos(key.budgetUsd ?? 0))} once spent and in-flight requests are counted. ${next}`,
+      { headers, retryAfterSeconds },
+    );
   }
-  const what = admission.reason === 'concurrency' ? `${key.maxConcurrent} concurrent requests` : 'its per-minute rate limit';
-  throw new GatewayError('rate_limit_exceeded', `This key has reached ${what}. Try again in ${Math.ceil(admission.retryAfterSeconds ?? 1)} s.`, {
-    retryAfterSeconds: admission.retryAfterSeconds ?? 1,
-    headers,
-  });
+  let message: string;
+  if (admission.reason === 'concurrency') {
+    message = `This key has reached its limit of ${key.maxConcurrent} concurrent requests.`;
+  } else if (key.rpm !== null && admission.rateLimit.remainingRequests === 0) {
+    message = `This key has reached its limit of ${key.rpm} requests per minute.`;
+  } else if (retryAfterSeconds === undefined) {
+    message = `This request needs up to ${tokens} tokens (prompt plus max_tokens${choices > 1 ? ', times n' : ''}), more than this key's limit of ${key.tpm} tokens per minute allows; lower max_tokens.`;
+  } else {
+    message = `This request needs up to ${tokens} tokens (prompt plus max_tokens${choices > 1 ? ', times n' : ''}); this key has ${admission.rateLimit.remainingTokens ?? 0} of its ${key.tpm} tokens per minute left.`;
+  }
+  // No retry-after when waiting cannot help (the request alone exceeds the limit).
+  throw new GatewayError('rate_limit_exceeded', retryAfterSeconds === undefined ? message : `${message} Try again in ${retryAfterSeconds} s.`, { retryAfterSeconds, headers });
+}
+
+/** The counters' hint when only in-flight reservations stand in the way (IN_FLIGHT_RETRY_MS). */
+const IN_FLIGHT_RETRY_SECONDS = 1;
+
+/** Nano-USD as dollars, exact and without trailing zeros past the cents. */
+function usd(nanos: number): string {
+  const text = (nanos / 1e9).toFixed(9).replace(/0+$/, '');
+  const [whole, fraction = ''] = text.split('.');
+  return `$${whole}.${fraction.padEnd(2, '0')}`;
 }

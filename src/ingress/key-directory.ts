@@ -8,19 +8,24 @@ import type { KeyRecord, Store } from '../shared/store/store.js';
 
 export class KeyDirectory {
   private readonly cache = new Map<string, { record: KeyRecord; loadedAt: number }>();
+  /** Grows with every invalidation, so a read that raced one is not cached (it may predate the change). */
+  private generation = 0;
 
   constructor(private readonly store: Store, private readonly maxAgeMs: number) {}
 
   async lookup(publicId: string): Promise<KeyRecord | null> {
     const cached = this.cache.get(publicId);
     if (cached && Date.now() - cached.loadedAt < this.maxAgeMs) return cached.record;
+    const generation = this.generation;
     const record = await this.store.getKeyByPublicId(publicId);
+    if (generation !== this.generation) return record;
     if (record) this.cache.set(publicId, { record, loadedAt: Date.now() });
     else this.cache.delete(publicId);
     return record;
   }
 
   invalidate(publicId?: string): void {
+    this.generation += 1;
     if (publicId === undefined) this.cache.clear();
     else this.cache.delete(publicId);
   }

@@ -27,7 +27,7 @@ export interface IngressOptions {
   maxBodyBytes: number;
   maxQueuedStreamBytes: number;
   keyCacheMs: number;
-  announceKeyChange?: (publicId: string) => void;
+  announceKeyChange?: (publicId: string) => void | Promise<void>;
   /** Extra routes (the dashboard) registered on the same app. */
   extend?: (app: TemplatedApp, context: IngressContext) => void;
 }

@@ -104,7 +104,9 @@ export function createCompletionHandler(dependencies: CompletionWorkerDependenci
           costNanos: cost,
           tokens: usage ? usage.prompt_tokens + usage.completion_tokens : 0,
           budgetPeriod: job.budgetPeriod ?? 'none',
-          now: Date.now(),
+          // The period of the admission, as the ledger row's createdAt: a request admitted before
+          // midnight and settled after it is spend of the day it was admitted, in both.
+          now: job.enqueuedAt,
         });
       } catch (error) {
         logger.error({ err: error, jobId: job.id }, 'could not settle the budget reservation');

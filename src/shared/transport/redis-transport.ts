@@ -29,6 +29,8 @@ export interface RedisIngressOptions {
 
 /** Cancelled flags outlive any job that could still be waiting in the queue. */
 const CANCEL_FLAG_TTL_MS = 15 * 60_000;
+/** How long a key change waits for every ingress to confirm it dropped the cached record. */
+const KEY_ACK_WAIT_MS = 2_000;
 /** Queue depth is re-read at most this often while requests flow (never when idle). */
 const DEPTH_REFRESH_MS = 100;
 
@@ -118,11 +120,25 @@ export class RedisIngressTransport implements IngressTransport {
       .catch((error: Error) => this.options.logger?.warn({ jobId, err: error.message }, 'could not send a cancellation'));
   }
 
-  /** Tells every ingress (this one included) to drop its cached record of a key. */
-  announceKeyChange(publicId: string): void {
-    this.commands.publish(this.names.keyChannel, publicId).catch((error: Error) => {
-      this.options.logger?.warn({ err: error.message }, 'could not broadcast a key change; other ingresses see it when their cache expires');
-    });
+  /**
+   * Tells every ingress (this one included) to drop its cached record of a key, and resolves once
+   * each of them has confirmed it did (or after KEY_ACK_WAIT_MS). The admin API answers only
+   * then, so a client's next request, to any ingress, sees the change. Never rejects.
+   */
+  async announceKeyChange(publicId: string): Promise<void> {
+    const ackKey = `${this.names.keyChannel}:ack:${randomUUID()}`;
+    try {
+      const receivers = await this.commands.publish(this.names.keyChannel, `${publicId}\n${ackKey}`);
+      const deadline = performance.now() + KEY_ACK_WAIT_MS;
+      let acks = 0;
+      while ((acks = await this.commands.llen(ackKey)) < receivers && performance.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 2));
+      }
+      if (acks < receivers) this.options.logger?.warn({ receivers, acks }, 'not every ingress confirmed a key change in time; the rest see it when their cache expires');
+      await this.commands.del(ackKey);
+    } catch (error) {
+      this.options.logger?.warn({ err: (error as Error).message }, 'could not broadcast a key change; other ingresses see it when their cache expires');
+    }
   }
 
   async close(): Promise<void> {
@@ -156,7 +172,13 @@ export class RedisIngressTransport implements IngressTransport {
 
   private readonly onMessage = (channel: string, message: string): void => {
     if (channel === this.names.keyChannel) {
-      this.options.onKeyChange?.(message);
+      // "<publicId>\n<ack list>": drop the record, then confirm to the announcing ingress.
+      const [publicId, ackKey] = message.split('\n');
+      this.options.onKeyChange?.(publicId!);
+      if (ackKey) {
+        this.commands.multi().rpush(ackKey, this.ingressId).pexpire(ackKey, KEY_ACK_WAIT_MS * 5).exec()
+          .catch((error: Error) => this.options.logger?.warn({ err: error.message }, 'could not confirm a key change'));
+      }
       return;
     }
     let events: JobEvent[];

@@ -1,0 +1,193 @@
+import { execFile } from 'node:child_process';
+import { createServer, type AddressInfo } from 'node:net';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { main } from '../src/cli/switchboard-cli.js';
+import { startOpenAiProviderDouble, type OpenAiProviderDouble } from './doubles/openai-provider-double.js';
+import { adminRequest, chat, createKey, hello } from './support/api-client.js';
+import { startEmbeddedDeployment, type TestDeployment } from './support/gateway-harness.js';
+
+// The `switchboard` CLI, run for real (node bin/switchboard.mjs, as npm links it) against an
+// embedded gateway in this process. It must never block this process's event loop, so it runs
+// through the asynchronous execFile.
+
+const bin = fileURLToPath(new URL('../bin/switchboard.mjs', import.meta.url));
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+let double: OpenAiProviderDouble;
+let deployment: TestDeployment;
+
+function cli(args: string[], environment: Record<string, string> = {}): Promise<Run> {
+  const env = { PATH: process.env.PATH ?? '', SWITCHBOARD_URL: deployment.url(), SWITCHBOARD_ADMIN_TOKEN: deployment.adminToken, ...environment };
+  for (const [name, value] of Object.entries(env)) if (value === '') delete env[name as keyof typeof env];
+  return new Promise((resolve) => {
+    execFile(process.execPath, [bin, ...args], { env, timeout: 20_000 }, (error, stdout, stderr) => {
+      const code = error ? (typeof error.code === 'number' ? error.code : -1) : 0;
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+/** The CLI's main() in this process (same code as the binary, without the start-up cost). */
+async function inProcess(args: string[], environment: Record<string, string> = {}): Promise<Run> {
+  let stdout = '';
+  let stderr = '';
+  const env = { SWITCHBOARD_URL: deployment.url(), SWITCHBOARD_ADMIN_TOKEN: deployment.adminToken, ...environment };
+  const code = await main(args, env, { out: (text) => (stdout += `${text}\n`), err: (text) => (stderr += `${text}\n`) });
+  return { code, stdout, stderr };
+}
+
+/** A port nothing listens on. */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+function expectOk(run: Run): void {
+  expect(run.stderr.includes('error:'), run.stderr).toBe(false);
+  expect(run.code, run.stderr).toBe(0);
+}
+
+/** One line on stderr starting "error:", exit code 1, nothing on stdout. */
+function expectError(run: Run, pattern: RegExp): void {
+  expect(run.code).toBe(1);
+  expect(run.stdout).toBe('');
+  expect(run.stderr.trimEnd().split('\n')).toHaveLength(1);
+  expect(run.stderr).toMatch(/^error: /);
+  expect(run.stderr).toMatch(pattern);
+}
+
+beforeAll(async () => {
+  double = await startOpenAiProviderDouble({ apiKey: 'upstream-secret-key' });
+  deployment = await startEmbeddedDeployment({ openAiUrl: double.url });
+}, 60_000);
+
+afterAll(async () => {
+  await deployment?.close();
+  await double?.close();
+});
+
+describe('switchboard CLI', () => {
+  it('creates a key, printing it once with a warning, and the key works; list and show never print it', async () => {
+    const run = await cli(['keys', 'create', '--name', 'cli app', '--budget', '12.5', '--period', 'monthly', '--rpm', '600', '--tpm', '90000']);
+    expectOk(run);
+    const key = /\b(sk-service-\S+)/.exec(run.stdout)?.[1];
+    expect(key).toBeDefined();
+    expect(run.stderr).toMatch(/^warning: this is the only time the full key is shown/);
+    const id = /Created key (key_\w+)/.exec(run.stdout)![1]!;
+    expect(run.stdout).toMatch(/budget:\s+\$12\.50 monthly/);
+    expect(run.stdout).toMatch(/rate limit:\s+600 requests\/min/);
+    double.script('alpha', { kind: 'text', text: 'hi', usage: { prompt_tokens: 10, completion_tokens: 2 } });
+    expect((await chat(deployment, key!, { model: 'svc/alpha', messages: hello })).status).toBe(200);
+
+    const list = await cli(['keys', 'list']);
+    expectOk(list);
+    const line = list.stdout.split('\n').find((row) => row.startsWith(id))!;
+    expect(line).toMatch(/cli app\s+active\s+sk-service-\S*\s+\$12\.50 monthly\s+\$0\.000014\s+600\s+90,000\s+-/);
+    const show = await cli(['keys', 'show', id]);
+    expectOk(show);
+    expect(show.stdout).toMatch(/spent:\s+\$0\.000014 in total/); // 10 × $1/M + 2 × $2/M
+    for (const output of [list.stdout, show.stdout]) expect(output).not.toContain(key!);
+    expect((await adminRequest(deployment, 'GET', `/admin/v1/keys/${id}`)).body).toMatchObject({ id, name: 'cli app', budget_usd: 12.5, budget_period: 'monthly', rpm: 600, tpm: 90000, spent_usd: 0.000014 });
+  }, 30_000);
+
+  it('updates budget and limits with immediate effect, and revokes', async () => {
+    const key = await createKey(deployment, { name: 'to update', budget_usd: 5 });
+    const update = await cli(['keys', 'update', key.id, '--budget', '0', '--rpm', '2', '--name', 'renamed']);
+    expectOk(update);
+    expect(update.stdout).toMatch(/budget:\s+\$0\.00 in total/);
+    double.script('alpha', { kind: 'text', text: 'hi' });
+    const refused = await chat(deployment, key.key, { model: 'svc/alpha', messages: hello });
+    expect(refused.status).toBe(402);
+    const cleared = await cli(['keys', 'update', key.id, '--budget', 'none', '--rpm', 'none', '--max-concurrent', '3']);
+    expectOk(cleared);
+    expect(cleared.stdout).toMatch(/budget:\s+none/);
+    expect((await adminRequest(deployment, 'GET', `/admin/v1/keys/${key.id}`)).body).toMatchObject({ name: 'renamed', budget_usd: null, rpm: null, max_concurrent: 3 });
+    expect((await chat(deployment, key.key, { model: 'svc/alpha', messages: hello })).status).toBe(200);
+
+    const revoke = await cli(['keys', 'revoke', key.id]);
+    expectOk(revoke);
+    expect(revoke.stdout).toMatch(/Revoked key key_\w+ \("renamed"\)/);
+    expect((await chat(deployment, key.key, { model: 'svc/alpha', messages: hello })).status).toBe(401);
+    expect((await adminRequest(deployment, 'GET', `/admin/v1/keys/${key.id}`)).body.status).toBe('revoked');
+  }, 30_000);
+
+  it('prints usage as a table, and as the API answers it with --json', async () => {
+    const first = await createKey(deployment, { name: 'usage a' });
+    const second = await createKey(deployment, { name: 'usage b' });
+    double.script('alpha', { kind: 'text', text: 'a', usage: { prompt_tokens: 1_000_000, completion_tokens: 500_000 } });
+    double.script('beta', { kind: 'text', text: 'b', usage: { prompt_tokens: 1000, completion_tokens: 1 } });
+    for (const [key, model] of [[first, 'alpha'], [second, 'alpha'], [second, 'beta']] as const) {
+      expect((await chat(deployment, key.key, { model: `svc/${model}`, messages: hello })).status).toBe(200);
+    }
+    const byModel = await cli(['usage', '--key', second.id, '--group-by', 'model']);
+    expectOk(byModel);
+    const lines = byModel.stdout.trimEnd().split('\n');
+    expect(lines[0]).toBe(`Usage from the start until now (key ${second.id}):`);
+    expect(lines[2]).toMatch(/^MODEL\s+REQUESTS\s+PROMPT TOKENS\s+COMPLETION TOKENS\s+COST \(USD\)$/);
+    // alpha: $1 + 0.5 × $2 = $2; beta: 1000 × $3/M + 1 × $4/M = $0.003004.
+    expect(lines[3]).toMatch(/^svc\/alpha\s+1\s+1,000,000\s+500,000\s+\$2\.00$/);
+    expect(lines[4]).toMatch(/^svc\/beta\s+1\s+1,000\s+1\s+\$0\.003004$/);
+    expect(lines[5]).toMatch(/^TOTAL\s+2\s+1,001,000\s+500,001\s+\$2\.003004$/);
+
+    const byKey = await cli(['usage', '--group-by', 'key', '--model', 'svc/alpha']);
+    expectOk(byKey);
+    expect(byKey.stdout).toMatch(new RegExp(`${first.id}\\s+usage a\\s+1\\s+1,000,000\\s+500,000\\s+\\$2\\.00`));
+
+    const query = `key_id=${second.id}&group_by=day`;
+    const json = await cli(['usage', '--key', second.id, '--group-by', 'day', '--json']);
+    expectOk(json);
+    expect(JSON.parse(json.stdout)).toEqual((await adminRequest(deployment, 'GET', `/admin/v1/usage?${query}`)).body);
+    expect(JSON.parse(json.stdout).data).toHaveLength(1);
+
+    const empty = await inProcess(['usage', '--key', second.id, '--until', '2001-01-01']);
+    expectOk(empty);
+    expect(empty.stdout).toMatch(/^REQUESTS.*\n\s+0\s+0\s+0\s+\$0\.00$/m);
+  }, 30_000);
+
+  it('reads the admin token from the data folder when the environment has none', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'sb-cli-'));
+    try {
+      writeFileSync(join(dataDir, 'admin-token'), `${deployment.adminToken}\n`);
+      expectOk(await cli(['keys', 'list'], { SWITCHBOARD_ADMIN_TOKEN: '', SWITCHBOARD_DATA_DIR: dataDir }));
+      expectError(await inProcess(['keys', 'list'], { SWITCHBOARD_ADMIN_TOKEN: '', SWITCHBOARD_DATA_DIR: join(dataDir, 'missing') }), /no admin token: set SWITCHBOARD_ADMIN_TOKEN/);
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  }, 30_000);
+
+  it('fails clearly, on one line with exit code 1', async () => {
+    const closed = await closedPort();
+    const [missing, badToken, unreachable] = await Promise.all([
+      cli(['keys', 'show', 'key_missing']),
+      cli(['keys', 'list'], { SWITCHBOARD_ADMIN_TOKEN: 'wrong' }),
+      cli(['keys', 'list'], { SWITCHBOARD_URL: `http://127.0.0.1:${closed}` }),
+    ]);
+    expectError(missing, /^error: No key with id 'key_missing'\. \[not_found, HTTP 404\]$/m);
+    expectError(badToken, /Incorrect admin token\. \[invalid_admin_token, HTTP 401\]/);
+    expectError(unreachable, new RegExp(`cannot reach Switchboard at http://127\\.0\\.0\\.1:${closed} \\(ECONNREFUSED\\)`));
+    // The same code in this process, for the cases that need no second process to show.
+    expectError(await inProcess(['usage', '--since', 'last tuesday']), /Invalid value for 'since'.*\[invalid_value, HTTP 400\]/);
+    expectError(await inProcess(['keys', 'update', 'key_missing', '--rpm', 'fast']), /--rpm must be a whole number or 'none', got 'fast'/);
+    expectError(await inProcess(['keys', 'update', 'key_missing']), /nothing to update/);
+    expectError(await inProcess(['keys', 'create']), /keys create needs --name/);
+    expectError(await inProcess(['keys', 'list', '--bogus']), /unknown option '--bogus'/);
+    expectError(await inProcess(['keys', 'show']), /keys show needs a key id/);
+    expectError(await inProcess(['usage', '--group-by', 'hour']), /--group-by must be key, model or day/);
+    expectError(await inProcess(['frobnicate']), /unknown command 'frobnicate'/);
+    const help = await inProcess(['--help']);
+    expectOk(help);
+    expect(help.stdout).toMatch(/^Usage: switchboard <command>/);
+  }, 30_000);
+});
