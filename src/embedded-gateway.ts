@@ -44,7 +44,16 @@ export async function startEmbeddedGateway(options: EmbeddedOptions = {}): Promi
   await prepareTokenCounter();
   const store = await openStore(config);
   const counters = openMemoryCounters(store);
-  const transport = new InProcessTransport({ maxQueued: config.maxQueuedJobs });
+  const transport = new InProcessTransport({
+    maxQueued: config.maxQueuedJobs,
+    // A request cancelled while it waited for a worker gives back its budget and concurrency slot.
+    onDropped: async (job) => {
+      if (!job.reservationId) return;
+      await counters
+        .settle({ keyId: job.keyId, reservationId: job.reservationId, costNanos: 0, tokens: 0, budgetPeriod: job.budgetPeriod ?? 'none', now: job.enqueuedAt })
+        .catch((error: Error) => logger.error({ err: error, jobId: job.id }, 'could not release the reservation of a dropped job'));
+    },
+  });
   const client = new ProviderClient();
   const dashboard = new Dashboard({ port: dashboardPort(environment), host: config.host, logger });
   await transport.worker.start(createCompletionHandler({ catalog, client, store, counters, logger, workerId: transport.workerId }), { concurrency: config.workerConcurrency });

@@ -13,6 +13,8 @@ interface RunningJob {
 export interface InProcessTransportOptions {
   /** Jobs allowed to wait for a free worker slot before enqueue answers `overloaded`. */
   maxQueued?: number;
+  /** A job cancelled while it waited never runs; this releases what its admission reserved. */
+  onDropped?: (job: CompletionJob) => Promise<void>;
 }
 
 export class InProcessTransport {
@@ -25,11 +27,10 @@ export class InProcessTransport {
   private closing = false;
   private readonly waiting: CompletionJob[] = [];
   private readonly running = new Map<string, RunningJob>();
-  private readonly cancelledBeforeStart = new Set<string>();
   private readonly maxQueued: number;
   private idleResolvers: Array<() => void> = [];
 
-  constructor(options: InProcessTransportOptions = {}) {
+  constructor(private readonly options: InProcessTransportOptions = {}) {
     this.maxQueued = options.maxQueued ?? 10_000;
   }
 
@@ -49,7 +50,13 @@ export class InProcessTransport {
     cancel: (jobId) => {
       const running = this.running.get(jobId);
       if (running) running.controller.abort();
-      else if (this.waiting.some((job) => job.id === jobId)) this.cancelledBeforeStart.add(jobId);
+      else {
+        // Still waiting for a worker: it never runs, and gives back what its admission reserved now.
+        const index = this.waiting.findIndex((job) => job.id === jobId);
+        if (index === -1) return;
+        const [job] = this.waiting.splice(index, 1);
+        this.options.onDropped?.(job!).catch(() => undefined);
+      }
     },
     close: async () => {},
   };
@@ -74,7 +81,6 @@ export class InProcessTransport {
   private pump(): void {
     while (this.handler && this.active < this.concurrency && this.waiting.length > 0) {
       const job = this.waiting.shift()!;
-      if (this.cancelledBeforeStart.delete(job.id)) continue;
       this.run(job);
     }
   }
