@@ -1,3 +1,4 @@
+import { Readable } from 'node:stream';
 import type { ChoiceDelta } from '../shared/job.js';
 import type { StreamPart, StreamTranslator, UpstreamFailure } from '../shared/providers/provider-adapter.js';
 import { SseDecoder } from '../shared/providers/sse-decoder.js';
@@ -111,12 +112,20 @@ export async function relayStream(body: AsyncIterable<Buffer>, translator: Strea
     return undefined;
   };
 
-  for await (const chunk of body) {
-    for (const event of decoder.push(chunk)) {
-      const outcome = await handle(translator.push(event));
-      if (outcome) return outcome;
+  // A Readable body is iterated without destroy-on-return: leaving for-await early would destroy
+  // it with a fresh AbortError (a stack trace, source-mapped under tsx) on every normal stream,
+  // because [DONE] is read before the body's end. See releaseBody.
+  const readable = body instanceof Readable ? body : undefined;
+  try {
+    for await (const chunk of readable ? readable.iterator({ destroyOnReturn: false }) : body) {
+      for (const event of decoder.push(chunk)) {
+        const outcome = await handle(translator.push(event));
+        if (outcome) return outcome;
+      }
+      if (ended) break;
     }
-    if (ended) break;
+  } finally {
+    if (readable) releaseBody(readable, ended);
   }
   const tail: StreamPart[] = [];
   for (const event of decoder.end()) tail.push(...translator.push(event));
@@ -127,4 +136,25 @@ export async function relayStream(body: AsyncIterable<Buffer>, translator: Strea
   // Some OpenAI-compatible providers close after the finish chunk without sending [DONE].
   if (!ended && !finished) return { ok: false, failure: { kind: 'connection', message: 'The provider closed the stream before it finished.' } };
   return { ok: true };
+}
+
+const ignore = () => {};
+
+/**
+ * After [DONE] the rest of the body (normally only the end of the chunked encoding, often already
+ * received) is read and dropped, which also keeps the connection for the next request; a provider
+ * that keeps the stream open after [DONE] is cut off within a second. A body left for any other
+ * reason (an error, a failed claim) is destroyed at once, as before.
+ */
+function releaseBody(body: Readable, ended: boolean): void {
+  if (body.readableEnded || body.destroyed) return;
+  // Destroying an unfinished body makes it emit an abort error, which nobody else listens for now.
+  body.on('error', ignore);
+  if (!ended) {
+    body.destroy();
+    return;
+  }
+  const timer = setTimeout(() => body.destroy(), 1000).unref();
+  body.once('close', () => clearTimeout(timer));
+  body.resume();
 }
