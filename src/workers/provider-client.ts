@@ -19,7 +19,8 @@ export interface UpstreamResponse {
 
 function flattenHeaders(headers: Record<string, string | string[] | undefined>): Record<string, string> {
   const flat: Record<string, string> = {};
-  for (const [name, value] of Object.entries(headers)) {
+  for (const name in headers) {
+    const value = headers[name];
     if (value !== undefined) flat[name] = Array.isArray(value) ? value.join(', ') : value;
   }
   return flat;
@@ -41,6 +42,7 @@ export function classifyNetworkError(error: unknown, timeoutReason?: string): Up
 
 export class ProviderClient {
   private readonly agents = new Map<string, Agent>();
+  private readonly urls = new Map<string, { origin: string; path: string }>();
 
   private agentFor(provider: ProviderConfig): Agent {
     let agent = this.agents.get(provider.name);
@@ -55,15 +57,27 @@ export class ProviderClient {
     return agent;
   }
 
+  /** Origin and path of a provider URL; parsed once per distinct URL (the catalog bounds them). */
+  private split(raw: string): { origin: string; path: string } {
+    let split = this.urls.get(raw);
+    if (!split) {
+      const url = new URL(raw);
+      split = { origin: url.origin, path: url.pathname + url.search };
+      if (this.urls.size >= 1000) this.urls.clear();
+      this.urls.set(raw, split);
+    }
+    return split;
+  }
+
   /**
    * Sends a request and resolves once response headers arrive. `headersTimeoutMs` bounds the wait
    * for headers, `bodyIdleTimeoutMs` the silence between body chunks.
    */
   async send(request: ProviderHttpRequest, provider: ProviderConfig, signal: AbortSignal, limits: { headersTimeoutMs: number; bodyIdleTimeoutMs: number }): Promise<UpstreamResponse> {
-    const url = new URL(request.url);
+    const url = this.split(request.url);
     const response = await this.agentFor(provider).request({
       origin: url.origin,
-      path: url.pathname + url.search,
+      path: url.path,
       method: request.method,
       headers: request.headers,
       body: request.body,
