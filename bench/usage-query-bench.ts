@@ -1,5 +1,5 @@
 import { mkdtempSync, rmSync } from 'node:fs';
-import { cpus, tmpdir } from 'node:os';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import Database from 'better-sqlite3';
@@ -375,8 +375,9 @@ async function bench(target: Target, loadSeconds: number, rollupSeconds: number)
   return lines.join('\n');
 }
 
+const load = () => loadavg().map((value) => value.toFixed(1)).join(' / ');
 const report: string[] = [
-  `Machine: ${cpus().length} × ${cpus()[0]?.model ?? 'unknown CPU'}, Node ${process.version}. ${ITERATIONS} timed runs per question after one warm-up (raw ledger: ${Math.max(3, Math.floor(ITERATIONS / 3))}).`,
+  `Machine: ${cpus().length} × ${cpus()[0]?.model ?? 'unknown CPU'}, Node ${process.version}; load average (1/5/15 min) at start ${load()}. ${ITERATIONS} timed runs per question after one warm-up (raw ledger: ${Math.max(3, Math.floor(ITERATIONS / 3))}).`,
   '',
 ];
 const wanted = args.store === 'both' ? ['sqlite', 'postgres'] : [args.store];
@@ -390,4 +391,5 @@ for (const name of wanted) {
     await target.close();
   }
 }
+report.push(`Load average at the end: ${load()}.`);
 process.stdout.write(`${report.join('\n')}\n`);
