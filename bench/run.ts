@@ -31,11 +31,16 @@ import {
 //   --rounds N           rounds of every scenario (default 3)
 //   --duration S         seconds per load run (default 5; --quick: 2)
 //   --targets a,b        subset of: direct,nginx,portkey,embedded,scaled-1,scaled-2,scaled-4
-//   --idle N             open idle streams per target for the memory figure (default 2000; --quick 1000; 0 skips)
-//   --idle-big N         idle streams held by the 4-worker scaled-out stack (default 10000; 0 skips)
+//   --scenarios a,b      subset of: c1,c32,c256,stream-rate-low,stream-rate,stream-c256
+//   --idle N             open idle streams per target for the memory figure (default 4000; --quick 1000; 0 skips)
+//   --idle-big N         idle streams held by the 4-worker scaled-out stack (default 10000; --quick 3000; 0 skips)
 //   --stream-rate R      fixed arrival rate of the time-to-first-content runs (default 600/s)
+//   --stream-rate-low R  a second, light arrival rate (default 100/s): time to first content unqueued
 //   --redis-url URL      default redis://127.0.0.1:6379
 //   --database-url URL   default postgres://postgres@127.0.0.1:5432/test (schema switchboard_bench, dropped after)
+//   --baseline-dir D     adds target embedded-baseline: the embedded gateway run from tree D (before/after)
+//   --switchboard-dir D  run Switchboard from another tree (e.g. an export of a commit with node_modules
+//                        linked in) instead of this repository's working tree
 
 interface Options {
   quick: boolean;
@@ -45,9 +50,13 @@ interface Options {
   idle: number;
   idleBig: number;
   streamRate: number;
+  streamRateLow: number;
   redisUrl: string;
   databaseUrl: string;
   out: string;
+  switchboardDir: string;
+  baselineDir?: string;
+  scenarios?: string[];
 }
 
 function parseOptions(argv: string[]): Options {
@@ -62,13 +71,17 @@ function parseOptions(argv: string[]): Options {
     quick,
     rounds: Number(get('rounds') ?? (quick ? 1 : 3)),
     durationS: Number(get('duration') ?? (quick ? 2 : 5)),
-    targets: (get('targets') ?? targetNames.join(',')).split(',').map((name) => name.trim()).filter(Boolean),
-    idle: Number(get('idle') ?? (quick ? 1000 : 2000)),
-    idleBig: Number(get('idle-big') ?? 10000),
+    targets: (get('targets') ?? [...targetNames, ...(get('baseline-dir') ? ['embedded-baseline'] : [])].join(',')).split(',').map((name) => name.trim()).filter(Boolean),
+    idle: Number(get('idle') ?? (quick ? 1000 : 4000)),
+    idleBig: Number(get('idle-big') ?? (quick ? 3000 : 10000)),
     streamRate: Number(get('stream-rate') ?? 600),
+    streamRateLow: Number(get('stream-rate-low') ?? 100),
     redisUrl: get('redis-url') ?? 'redis://127.0.0.1:6379',
     databaseUrl: get('database-url') ?? 'postgres://postgres@127.0.0.1:5432/test',
     out: get('out') ?? join(repoRoot, 'bench/results'),
+    switchboardDir: get('switchboard-dir') ?? repoRoot,
+    baselineDir: get('baseline-dir'),
+    scenarios: get('scenarios')?.split(','),
   };
 }
 
@@ -151,6 +164,33 @@ async function measure<T>(target: Target, providerPid: number, run: () => Promis
   };
 }
 
+/** CPU ticks per 200 ms that all targets use when nobody loads them (timers, heartbeats). */
+let idleTicks = 0;
+
+async function measureIdle(all: Target[]): Promise<void> {
+  const pids = all.flatMap((target) => target.pids());
+  const before = totalCpuTicks(pids);
+  await sleep(1000);
+  idleTicks = (totalCpuTicks(pids) - before) / 5;
+}
+
+/**
+ * Waits (up to 15 s, 8 s with --quick) until every target's processes are back to their idle CPU,
+ * so that work left over from the previous run (a backlog a saturated gateway is still clearing)
+ * does not land in the next one.
+ */
+async function settle(all: Target[]): Promise<void> {
+  const pids = all.flatMap((target) => target.pids());
+  const deadline = Date.now() + (options.quick ? 8000 : 15_000);
+  let last = totalCpuTicks(pids);
+  for (;;) {
+    await sleep(200);
+    const now = totalCpuTicks(pids);
+    if (now - last <= idleTicks + 3 || Date.now() > deadline) return;
+    last = now;
+  }
+}
+
 interface WrkResult {
   requests: number;
   duration_us: number;
@@ -186,7 +226,7 @@ function streamArgs(target: Target, body: string): string[] {
 }
 
 async function streamRun(target: Target, mode: string[], seconds: number): Promise<{ result: StreamResult; clientTicks: number }> {
-  const { stdout, clientTicks } = await runClient(node, [...streamArgs(target, bodies.stream), ...mode, '--duration-ms', String(seconds * 1000), '--drain-ms', '10000'], process.env, (seconds + 40) * 1000);
+  const { stdout, clientTicks } = await runClient(node, [...streamArgs(target, bodies.stream), ...mode, '--duration-ms', String(Math.round(seconds * 1000)), '--drain-ms', options.quick ? '6000' : '10000'], process.env, (seconds + 40) * 1000);
   const line = stdout.trim().split('\n').pop()!;
   return { result: JSON.parse(line) as StreamResult, clientTicks };
 }
@@ -210,7 +250,7 @@ async function idleMemory(target: Target, count: number): Promise<IdleRecord> {
   const pids = target.pids();
   const parts = target.parts();
   delete parts.redis;
-  await sleep(1500);
+  await sleep(options.quick ? 500 : 1500);
   const before = totalRssBytes(pids);
   const partsBefore = Object.fromEntries(Object.entries(parts).map(([name, list]) => [name, totalRssBytes(list)]));
   const child = spawn(node, [...streamArgs(target, bodies.idle), '--mode', 'idle', '--count', String(count), '--cycle', '40', '--hold-ms', '120000', '--drain-ms', '60000'], {
@@ -225,7 +265,7 @@ async function idleMemory(target: Target, count: number): Promise<IdleRecord> {
   const deadline = Date.now() + 90_000;
   while (!/ready \d+/.test(stdout) && Date.now() < deadline && child.exitCode === null) await sleep(50);
   const ready = Number(/ready (\d+)/.exec(stdout)?.[1] ?? 0);
-  await sleep(1500);
+  await sleep(options.quick ? 700 : 1500);
   const after = totalRssBytes(pids);
   const partsAfter = Object.fromEntries(Object.entries(parts).map(([name, list]) => [name, totalRssBytes(list)]));
   child.stdin.write('close\n');
@@ -240,7 +280,7 @@ async function idleMemory(target: Target, count: number): Promise<IdleRecord> {
     summary = { error: stderr.slice(-300) };
   }
   // Let the gateway notice the closed clients and cancel upstream before the next target.
-  await sleep(2000);
+  await sleep(options.quick ? 500 : 2000);
   return { target: target.name, requested: count, open: ready, rssBefore: before, rssAfter: after, partsBefore, partsAfter, client: summary };
 }
 
@@ -280,9 +320,20 @@ function versionOf(command: string, args: string[]): string {
 }
 
 function machineDescription(): Record<string, string> {
-  const commit = versionOf('git', ['-C', repoRoot, 'rev-parse', '--short', 'HEAD']);
-  const status = spawnSync('git', ['-C', repoRoot, 'status', '--porcelain', '--', 'src'], { encoding: 'utf8' }).stdout ?? '';
-  const dirty = status.trim() ? ' (with uncommitted changes in src: the working tree as it was during the run)' : '';
+  let commit: string;
+  let dirty = '';
+  if (options.switchboardDir === repoRoot) {
+    commit = versionOf('git', ['-C', repoRoot, 'rev-parse', '--short', 'HEAD']);
+    const status = spawnSync('git', ['-C', repoRoot, 'status', '--porcelain', '--', 'src'], { encoding: 'utf8' }).stdout ?? '';
+    if (status.trim()) dirty = ' (with uncommitted changes in src: the working tree as it was during the run)';
+  } else {
+    commit = `tree ${options.switchboardDir}`;
+    try {
+      commit += ` (${readFileSync(join(options.switchboardDir, '.bench-commit'), 'utf8').trim()})`;
+    } catch {
+      // no marker
+    }
+  }
   let portkeyVersion = 'absent';
   try {
     portkeyVersion = (JSON.parse(readFileSync(join(repoRoot, 'node_modules/@portkey-ai/gateway/package.json'), 'utf8')) as { version: string }).version;
@@ -312,7 +363,7 @@ async function main(): Promise<void> {
 
   const provider = startChild('fast-provider', node, ['--import', 'tsx', 'bench/fast-provider.ts', '--port', '0', '--idle-max-ms', '150000'], { logDir });
   const providerPort = Number((await waitForLog(provider, /listening (\d+)/, 30_000))[1]);
-  const context: TargetContext = { tmp, logDir, providerPort, providerPid: provider.pid, redisUrl: options.redisUrl, databaseUrl: options.databaseUrl, runId };
+  const context: TargetContext = { tmp, logDir, providerPort, providerPid: provider.pid, redisUrl: options.redisUrl, databaseUrl: options.databaseUrl, runId, switchboardDir: options.switchboardDir };
   writeFileSync(join(tmp, 'catalog.yaml'), switchboardCatalog(providerPort));
 
   const skipped: Record<string, string> = {};
@@ -326,30 +377,26 @@ async function main(): Promise<void> {
       if (portkeyAvailable()) starters.push([name, () => startPortkey(context)]);
       else skipped[name] = '@portkey-ai/gateway is not installed (npm install)';
     } else if (name === 'embedded') starters.push([name, () => startEmbedded(context)]);
+    else if (name === 'embedded-baseline') {
+      if (!options.baselineDir) throw new Error('embedded-baseline needs --baseline-dir');
+      starters.push([name, () => startEmbedded({ ...context, switchboardDir: options.baselineDir! }, name)]);
+    }
     else if (/^scaled-\d+$/.test(name)) {
-      if (!scaledOutAvailable()) skipped[name] = 'src/ingress/ingress-main.ts or src/workers/worker-main.ts is missing';
+      if (!scaledOutAvailable(options.switchboardDir)) skipped[name] = 'src/ingress/ingress-main.ts or src/workers/worker-main.ts is missing';
       else starters.push([name, () => startScaledOut(context, Number(name.slice(7)), schema)]);
     } else throw new Error(`Unknown target ${name}`);
   }
   if (starters.some(([name]) => name.startsWith('scaled-'))) await prepareDatabase();
 
   const targets: Target[] = [];
-  // Scaled-out stacks start one after another (they share the schema migration); the rest at once.
-  const results = await Promise.allSettled(starters.filter(([name]) => !name.startsWith('scaled-')).map(([, start]) => start()));
-  for (const [index, outcome] of results.entries()) {
-    const name = starters.filter(([n]) => !n.startsWith('scaled-'))[index]![0];
+  // Everything starts at once (the scaled-out stacks serialize their schema migration themselves).
+  const outcomes = await Promise.allSettled(starters.map(([, start]) => start()));
+  for (const [index, outcome] of outcomes.entries()) {
+    const name = starters[index]![0];
     if (outcome.status === 'fulfilled') targets.push(outcome.value);
     else {
       skipped[name] = `failed to start: ${(outcome.reason as Error).message.split('\n').filter(Boolean).slice(0, 3).join(' ')}`;
       log(`${name}: ${(outcome.reason as Error).message}`);
-    }
-  }
-  for (const [name, start] of starters.filter(([n]) => n.startsWith('scaled-'))) {
-    try {
-      targets.push(await start());
-    } catch (error) {
-      skipped[name] = `failed to start: ${(error as Error).message.split('\n')[0]}`;
-      log(`${name}: ${(error as Error).message}`);
     }
   }
   targets.sort((a, b) => options.targets.indexOf(a.name) - options.targets.indexOf(b.name));
@@ -365,23 +412,49 @@ async function main(): Promise<void> {
   const warmS = options.quick ? 1 : 2;
   for (const target of targets) {
     await wrk(target, 32, warmS);
-    await streamRun(target, ['--mode', 'closed', '--concurrency', '32'], warmS);
+    await streamRun(target, ['--mode', 'closed', '--concurrency', '32'], options.quick ? 0.5 : warmS);
   }
-  log('warm-up done');
+  await sleep(1000);
+  await measureIdle(targets);
+  log(`warm-up done; idle CPU of all targets together: ${(idleTicks * 5).toFixed(1)} ticks/s`);
+
+  // Idle streams first, on processes that have only been warmed up: after the load runs their heaps
+  // have room to spare and new streams would barely move the RSS.
+  const idle: IdleRecord[] = [];
+  if (options.idle > 0) {
+    for (const target of targets) {
+      if (target.name === 'direct') continue;
+      await settle(targets);
+      const record = await idleMemory(target, options.idle);
+      idle.push(record);
+      log(`idle ${target.name}: ${record.open}/${options.idle} open, RSS ${(record.rssBefore / 2 ** 20).toFixed(0)} -> ${(record.rssAfter / 2 ** 20).toFixed(0)} MiB`);
+    }
+  }
+  const big = targets.find((target) => target.name === 'scaled-4') ?? targets.filter((target) => target.name.startsWith('scaled-')).pop();
+  if (options.idleBig > 0 && big) {
+    await settle(targets);
+    const record = await idleMemory(big, options.idleBig);
+    idle.push(record);
+    log(`idle ${big.name} x ${options.idleBig}: ${record.open} open, RSS ${(record.rssBefore / 2 ** 20).toFixed(0)} -> ${(record.rssAfter / 2 ** 20).toFixed(0)} MiB`);
+  }
+
 
   const runs: RunRecord[] = [];
   const scenarios: Array<{ name: string; run: (target: Target) => Promise<{ result: WrkResult | StreamResult; clientTicks: number }> }> = [
     { name: 'c1', run: (target) => wrk(target, 1, options.durationS) },
     { name: 'c32', run: (target) => wrk(target, 32, options.durationS) },
     { name: 'c256', run: (target) => wrk(target, 256, options.durationS) },
+    { name: 'stream-rate-low', run: (target) => streamRun(target, ['--mode', 'rate', '--rate', String(options.streamRateLow), '--max-inflight', '3000'], options.durationS) },
     { name: 'stream-rate', run: (target) => streamRun(target, ['--mode', 'rate', '--rate', String(options.streamRate), '--max-inflight', '3000'], options.durationS) },
     { name: 'stream-c256', run: (target) => streamRun(target, ['--mode', 'closed', '--concurrency', '256'], options.durationS) },
   ];
+  const chosen = options.scenarios ? scenarios.filter((scenario) => options.scenarios!.includes(scenario.name)) : scenarios;
   for (let round = 0; round < options.rounds; round += 1) {
-    for (const scenario of scenarios) {
+    for (const scenario of chosen) {
       // Rotate the order each round so that no target always runs first or last.
       const order = targets.map((_, index) => targets[(index + round) % targets.length]!);
       for (const target of order) {
+        await settle(targets);
         const measured = await measure(target, provider.pid, () => scenario.run(target));
         runs.push({ round, scenario: scenario.name, target: target.name, ...measured, result: measured.result as never });
         const plain = 'latency_us' in measured.result ? (measured.result as WrkResult) : undefined;
@@ -392,22 +465,6 @@ async function main(): Promise<void> {
         log(`round ${round + 1} ${scenario.name.padEnd(11)} ${target.name.padEnd(9)} ${summary}; gateway cpu ${Math.round((measured.gatewayTicks * microsPerTick) / 1000)} ms`);
       }
     }
-  }
-
-  const idle: IdleRecord[] = [];
-  if (options.idle > 0) {
-    for (const target of targets) {
-      if (target.name === 'direct') continue;
-      const record = await idleMemory(target, options.idle);
-      idle.push(record);
-      log(`idle ${target.name}: ${record.open}/${options.idle} open, RSS ${(record.rssBefore / 2 ** 20).toFixed(0)} -> ${(record.rssAfter / 2 ** 20).toFixed(0)} MiB`);
-    }
-  }
-  const big = targets.find((target) => target.name === 'scaled-4') ?? targets.filter((target) => target.name.startsWith('scaled-')).pop();
-  if (options.idleBig > 0 && big) {
-    const record = await idleMemory(big, options.idleBig);
-    idle.push(record);
-    log(`idle ${big.name} x ${options.idleBig}: ${record.open} open, RSS ${(record.rssBefore / 2 ** 20).toFixed(0)} -> ${(record.rssAfter / 2 ** 20).toFixed(0)} MiB`);
   }
 
   const bench: BenchResults = {

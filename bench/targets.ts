@@ -29,8 +29,10 @@ export interface TargetContext {
   providerPid: number;
   redisUrl: string;
   databaseUrl: string;
-  /** Providers in the Switchboard catalog for idle streams (see idleProviders). */
+  /** Distinguishes this run's Redis keys. */
   runId: string;
+  /** The Switchboard tree to run (its src/ and node_modules/); the repository by default. */
+  switchboardDir: string;
 }
 
 export const targetNames = ['direct', 'nginx', 'portkey', 'embedded', 'scaled-1', 'scaled-2', 'scaled-4'] as const;
@@ -186,18 +188,18 @@ function switchboardEnvironment(context: TargetContext, port: number, dataDir: s
   };
 }
 
-export async function startEmbedded(context: TargetContext): Promise<Target> {
+export async function startEmbedded(context: TargetContext, name = 'embedded'): Promise<Target> {
   const port = await freePort();
-  const dataDir = join(context.tmp, 'embedded-data');
+  const dataDir = join(context.tmp, `${name}-data`);
   mkdirSync(dataDir, { recursive: true });
   // The same program as `npm start` (tsx src/main.ts), run as one node process so that its pid is the gateway's.
-  const child = startChild('embedded', node, ['--import', 'tsx', 'src/main.ts'], { logDir: context.logDir, env: switchboardEnvironment(context, port, dataDir) });
+  const child = startChild(name, node, ['--import', 'tsx', 'src/main.ts'], { logDir: context.logDir, env: switchboardEnvironment(context, port, dataDir), cwd: context.switchboardDir });
   const base = `http://127.0.0.1:${port}`;
   await waitForHttp(`${base}/healthz`, 30_000, child);
   const key = await createKey(base);
   return {
-    name: 'embedded',
-    label: 'Switchboard embedded (npm start)',
+    name,
+    label: name === 'embedded' ? 'Switchboard embedded (npm start)' : `Switchboard embedded, ${context.switchboardDir}`,
     url: `${base}${chatPath}`,
     headers: [`authorization: Bearer ${key}`],
     pids: () => [child.pid],
@@ -207,8 +209,8 @@ export async function startEmbedded(context: TargetContext): Promise<Target> {
   };
 }
 
-export function scaledOutAvailable(): boolean {
-  return existsSync(join(repoRoot, 'src/ingress/ingress-main.ts')) && existsSync(join(repoRoot, 'src/workers/worker-main.ts'));
+export function scaledOutAvailable(switchboardDir: string): boolean {
+  return existsSync(join(switchboardDir, 'src/ingress/ingress-main.ts')) && existsSync(join(switchboardDir, 'src/workers/worker-main.ts'));
 }
 
 export function redisPids(redisUrl: string): number[] {
@@ -227,13 +229,13 @@ export async function startScaledOut(context: TargetContext, workers: number, sc
     SWITCHBOARD_REDIS_PREFIX: `sbbench-${context.runId}-w${workers}`,
     SWITCHBOARD_DATABASE_SCHEMA: schema,
   };
-  const ingress = startChild(`scaled-${workers}-ingress`, node, ['--import', 'tsx', 'src/ingress/ingress-main.ts'], { logDir: context.logDir, env: environment });
+  const ingress = startChild(`scaled-${workers}-ingress`, node, ['--import', 'tsx', 'src/ingress/ingress-main.ts'], { logDir: context.logDir, env: environment, cwd: context.switchboardDir });
   const base = `http://127.0.0.1:${port}`;
   const workerChildren: Child[] = [];
   try {
     await waitForHttp(`${base}/healthz`, 30_000, ingress);
     for (let i = 0; i < workers; i += 1) {
-      workerChildren.push(startChild(`scaled-${workers}-worker-${i}`, node, ['--import', 'tsx', 'src/workers/worker-main.ts'], { logDir: context.logDir, env: environment }));
+      workerChildren.push(startChild(`scaled-${workers}-worker-${i}`, node, ['--import', 'tsx', 'src/workers/worker-main.ts'], { logDir: context.logDir, env: environment, cwd: context.switchboardDir }));
     }
     await Promise.all(workerChildren.map((worker) => waitForLog(worker, /ready/, 30_000)));
   } catch (error) {
