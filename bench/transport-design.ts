@@ -9,7 +9,7 @@ import { RedisEventBatcher } from '../src/shared/transport/redis-event-batcher.j
 //      against a channel per job with one PUBLISH per delta, and a trailing 5 ms batching timer;
 //      CPU per stream (this process, both sides, plus redis-server) and first-event latency idle;
 //   2. BullMQ throughput with completed jobs removed or kept.
-// Run: REDIS_URL=redis://127.0.0.1:6379 npx tsx bench/transport-design.ts   (about 1 minute)
+// Run: REDIS_URL=redis://127.0.0.1:6379 npx tsx bench/transport-design.ts   (a few minutes)
 
 const url = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const STREAMS = Number(process.env.BENCH_STREAMS ?? 200);
@@ -17,7 +17,10 @@ const DELTAS = Number(process.env.BENCH_DELTAS ?? 60);
 const DELTA_INTERVAL_MS = 10;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-type Design = 'per-ingress, batch per loop turn' | 'per-job channel, PUBLISH per delta' | 'per-ingress, trailing 5 ms timer';
+type Design =
+  | 'per-ingress, batch per loop turn'
+  | 'per-job channel, PUBLISH per delta'
+  | 'per-ingress, trailing 5 ms timer';
 
 interface Sender {
   send(jobId: string, event: JobEvent): void;
@@ -120,20 +123,19 @@ async function measureIdleLatency(design: Design): Promise<number> {
   let received!: () => void;
   const side = await setUp(design, prefix, () => received());
   const samples: number[] = [];
-  for (let i = 0; i < 400; i++) {
+  for (let i = 0; i < 100; i++) {
     const jobId = `idle-${i}`;
     await side.subscribeJob(jobId);
+    await sleep(2); // every design sends from an idle event loop
     const arrived = new Promise<void>((resolve) => (received = resolve));
     const sentAt = performance.now();
     side.sender.send(jobId, { type: 'deltas', deltas: [{ index: 0, content: 'x' }], jobId, seq: 0 });
     await arrived;
     samples.push(performance.now() - sentAt);
     await side.unsubscribeJob(jobId);
-    await sleep(2);
   }
   await side.close();
-  samples.sort((a, b) => a - b);
-  return samples[Math.floor(samples.length / 2)]!;
+  return [...samples].sort((a, b) => a - b)[Math.floor(samples.length / 2)]!;
 }
 
 async function measureQueue(remove: boolean): Promise<number> {
@@ -147,7 +149,7 @@ async function measureQueue(remove: boolean): Promise<number> {
   const worker = new Worker('completions', async () => {
     finished += 1;
     if (finished === total) allDone();
-  }, { connection: new Redis(url, { maxRetriesPerRequest: null }), prefix, concurrency: 64 });
+  }, { connection: new Redis(url, { maxRetriesPerRequest: null }), prefix, concurrency: 64, drainDelay: 1 });
   await worker.waitUntilReady();
   const payload = { request: { model: 'svc/alpha', messages: [{ role: 'user', content: 'Say hello in a few words, please.' }] } };
   const started = performance.now();
@@ -163,23 +165,35 @@ async function measureQueue(remove: boolean): Promise<number> {
 
 const stats = new Redis(url);
 const designs: Design[] = ['per-ingress, batch per loop turn', 'per-job channel, PUBLISH per delta', 'per-ingress, trailing 5 ms timer'];
-console.log(`Event path: ${STREAMS} concurrent streams x ${DELTAS} deltas, one every ${DELTA_INTERVAL_MS} ms per stream (3 rounds, median)`);
-console.log('| design | node CPU ms/stream (both sides) | redis-server CPU ms/stream | total | idle first-event latency (median) |');
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+const t0 = performance.now();
+// Designs are interleaved within every round, so load from elsewhere on the machine hits all alike.
+const cpu = new Map<Design, { node: number[]; redis: number[]; latency: number[] }>(designs.map((design) => [design, { node: [], redis: [], latency: [] }]));
+for (let round = 0; round < ROUNDS; round++) {
+  for (const design of designs) {
+    const result = await measureStreams(design, stats);
+    cpu.get(design)!.node.push(result.cpuPerStreamMs);
+    cpu.get(design)!.redis.push(result.redisCpuPerStreamMs);
+    cpu.get(design)!.latency.push(await measureIdleLatency(design));
+  }
+}
+console.log(`Event path: ${STREAMS} concurrent streams x ${DELTAS} deltas, one every ${DELTA_INTERVAL_MS} ms per stream; ${ROUNDS} interleaved rounds, medians`);
+console.log('| design | node CPU ms/stream (both sides) | redis-server CPU ms/stream | total | idle first-event latency |');
 console.log('|---|---|---|---|---|');
 for (const design of designs) {
-  const rounds = [];
-  for (let round = 0; round < 3; round++) rounds.push(await measureStreams(design, stats));
-  rounds.sort((a, b) => a.cpuPerStreamMs + a.redisCpuPerStreamMs - (b.cpuPerStreamMs + b.redisCpuPerStreamMs));
-  const median = rounds[1]!;
-  const latency = await measureIdleLatency(design);
-  console.log(`| ${design} | ${median.cpuPerStreamMs.toFixed(2)} | ${median.redisCpuPerStreamMs.toFixed(2)} | ${(median.cpuPerStreamMs + median.redisCpuPerStreamMs).toFixed(2)} | ${latency.toFixed(2)} ms |`);
+  const entry = cpu.get(design)!;
+  const node = median(entry.node);
+  const redis = median(entry.redis);
+  console.log(`| ${design} | ${node.toFixed(2)} | ${redis.toFixed(2)} | ${(node + redis).toFixed(2)} | ${median(entry.latency).toFixed(2)} ms |`);
 }
-console.log('\nBullMQ: 4000 jobs, concurrency 64, trivial processor (3 interleaved rounds each, median)');
+console.log(`(event path: ${((performance.now() - t0) / 1000).toFixed(0)} s)`);
+const t1 = performance.now();
+console.log(`\nBullMQ: 4000 jobs, concurrency 64, trivial processor; ${ROUNDS} interleaved rounds, medians`);
 const rates: Record<string, number[]> = { true: [], false: [] };
 await measureQueue(true); // warm-up
-for (let round = 0; round < 3; round++) for (const remove of [round % 2 === 0, round % 2 !== 0]) rates[String(remove)]!.push(await measureQueue(remove));
-for (const remove of ['true', 'false']) {
-  const sorted = rates[remove]!.sort((a, b) => a - b);
-  console.log(`| removeOnComplete/removeOnFail ${remove} | ${Math.round(sorted[1]!)} jobs/s |`);
-}
+for (let round = 0; round < ROUNDS; round++) for (const remove of [round % 2 === 0, round % 2 !== 0]) rates[String(remove)]!.push(await measureQueue(remove));
+for (const remove of ['true', 'false']) console.log(`| removeOnComplete/removeOnFail ${remove} | ${Math.round(median(rates[remove]!))} jobs/s |`);
+console.log(`(queue: ${((performance.now() - t1) / 1000).toFixed(0)} s)`);
 await stats.quit();
+process.exit(0); // BullMQ's connections would otherwise keep the process alive

@@ -87,6 +87,12 @@ class RedisRelay {
   }
 }
 
+/** Durations the faults took, printed with SB_REPORT_TIMINGS=1 (the numbers in docs/scale-out.md). */
+const timings: Record<string, number> = {};
+afterAll(() => {
+  if (process.env.SB_REPORT_TIMINGS) console.log(`fault timings (ms): ${JSON.stringify(timings)}`);
+});
+
 const live = (managed: ManagedProcess) => managed.child.exitCode === null && managed.child.signalCode === null;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const streamBody = { model: 'svc/alpha', messages: hello, stream: true };
@@ -153,6 +159,7 @@ if (!scaledOutAvailable) {
       const cancelledAt = Date.now();
       for (const client of clients) client.abort();
       await eventually(() => expect(double.aborted).toHaveLength(6), 1000);
+      timings.disconnectToUpstreamAbort = Math.max(...double.aborted.map((entry) => entry.at)) - cancelledAt;
       expect(Date.now() - cancelledAt).toBeLessThan(1000);
       expect(holders.size).toBe(2);
     });
@@ -165,9 +172,11 @@ if (!scaledOutAvailable) {
       await eventually(() => expect(double.requests).toHaveLength(1), 5000);
       const victim = holderOf(0);
       victim.child.kill('SIGKILL');
+      const killedAt = Date.now();
       await victim.exited;
       const reader = new StreamReader(await response);
       await reader.finished();
+      timings.killBeforeFirstTokenToAnswer = Date.now() - killedAt;
       expect(reader.done).toBe(true);
       expect(reader.error).toBeUndefined();
       expect(reader.content).toBe('rerun ok');
@@ -186,6 +195,7 @@ if (!scaledOutAvailable) {
       victim.child.kill('SIGKILL');
       const killedAt = Date.now();
       await reader.finished();
+      timings.killAfterFirstTokenToErrorChunk = Date.now() - killedAt;
       expect(Date.now() - killedAt).toBeLessThan(7000);
       expect(reader.error).toMatchObject({ code: 'worker_lost' });
       expect(reader.chunks.at(-1).choices[0].finish_reason).toBe('error');
@@ -270,6 +280,7 @@ if (!scaledOutAvailable) {
       const rest = await Promise.all(Array.from({ length: 6 }, () => chat(deployment, key.key, { model: 'svc/alpha', messages: hello }).then(async (response) => ({ response, body: await response.json(), at: Date.now() }))));
       const refused = rest.filter((entry) => entry.response.status === 503);
       expect(refused.length).toBeGreaterThanOrEqual(4);
+      timings.overloadedAnswer = Math.max(...refused.map((entry) => entry.at - startedAt));
       for (const entry of refused) {
         expect(entry.body.error.code).toBe('overloaded');
         expect(entry.at - startedAt).toBeLessThan(1000);
@@ -298,9 +309,12 @@ if (!scaledOutAvailable) {
       const pids = [...deployment.ingresses, ...deployment.workers].map((managed) => managed.child.pid);
       expect((await chat(deployment, key.key, { model: 'svc/alpha', messages: hello })).status).toBe(200);
       await relay.down();
-      for (let i = 0; i < 3; i++) {
+      timings.unavailableAnswer = 0;
+      for (const pause of [0, 500, 1500]) {
+        await sleep(pause); // at once, and while the processes keep trying to reconnect
         const startedAt = Date.now();
         const response = await chat(deployment, key.key, { model: 'svc/alpha', messages: hello });
+        timings.unavailableAnswer = Math.max(timings.unavailableAnswer, Date.now() - startedAt);
         expect(Date.now() - startedAt).toBeLessThan(2500);
         expect(response.status).toBe(503);
         const body = await response.json();
@@ -308,12 +322,14 @@ if (!scaledOutAvailable) {
         expect(body.error.message).toMatch(/redis/i);
       }
       await relay.up();
+      const restoredAt = Date.now();
       const recovered = await eventually(async () => {
         const response = await chat(deployment, key.key, { model: 'svc/alpha', messages: hello, stream: true });
         expect(response.status).toBe(200);
         return new StreamReader(response);
       }, 10_000);
       await recovered.finished();
+      timings.redisBackToAnswer = Date.now() - restoredAt;
       expect(recovered.content).toBe('back again');
       expect([...deployment.ingresses, ...deployment.workers].map((managed) => managed.child.pid)).toEqual(pids);
       expect([...deployment.ingresses, ...deployment.workers].every(live)).toBe(true);

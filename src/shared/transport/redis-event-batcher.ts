@@ -3,8 +3,9 @@ import type { JobEvent } from '../job.js';
 
 // Worker side of the event path. Events bound for one ingress channel are gathered for the rest of
 // the current event-loop turn and sent as ONE PUBLISH (a JSON array; each event names its job).
-// Measured (docs/scale-out.md): half the CPU per stream of a PUBLISH per delta, and no added
-// latency when idle, unlike a trailing timer. Order is kept: one connection, batches in order.
+// Measured (docs/scale-out.md, bench/transport-design.ts): about a third of the CPU per stream of a
+// PUBLISH per delta, and, unlike a trailing timer, no added latency when idle (setImmediate runs
+// right after the current I/O phase). Order is kept: one connection, PUBLISHes in order.
 
 export type DeliveryProblem = 'no_subscriber' | 'publish_failed';
 
@@ -60,20 +61,22 @@ export class RedisEventBatcher {
     this.scheduled = false;
     const batches = [...this.pending];
     this.pending.clear();
-    for (const [channel, batch] of batches) {
-      const sent = this.redis.publish(channel, JSON.stringify(batch.events)).then(
-        (receivers) => {
-          if (receivers === 0) this.onProblem(channel, jobIdsOf(batch.events), 'no_subscriber');
-        },
-        () => this.onProblem(channel, jobIdsOf(batch.events), 'publish_failed'),
-      );
-      const done = sent.finally(() => {
-        batch.resolve();
-        if (this.inFlight.get(channel) === done) this.inFlight.delete(channel);
-      });
-      this.inFlight.set(channel, done);
-    }
+    for (const [channel, batch] of batches) this.publish(channel, batch.events).then(batch.resolve);
   };
+
+  private publish(channel: string, events: JobEvent[]): Promise<void> {
+    const sent = this.redis.publish(channel, JSON.stringify(events)).then(
+      (receivers) => {
+        if (receivers === 0) this.onProblem(channel, jobIdsOf(events), 'no_subscriber');
+      },
+      () => this.onProblem(channel, jobIdsOf(events), 'publish_failed'),
+    );
+    const done = sent.finally(() => {
+      if (this.inFlight.get(channel) === done) this.inFlight.delete(channel);
+    });
+    this.inFlight.set(channel, done);
+    return done;
+  }
 }
 
 function jobIdsOf(events: JobEvent[]): Set<string> {

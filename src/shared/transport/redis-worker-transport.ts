@@ -26,10 +26,11 @@ export interface RedisWorkerOptions {
   /** How long the first-token claim of a job is remembered. */
   claimTtlMs?: number;
   /**
-   * A job that is not run: its client had gone ('cancelled'), or an earlier run already streamed
-   * content ('claimed', failed instead of re-run). The worker process releases its reservation here.
+   * A job that is not run: its client had gone ('cancelled'), an earlier run already streamed
+   * content ('claimed', failed instead of re-run), or it could not be checked ('failed', Redis
+   * unreachable). The worker process releases its reservation here.
    */
-  onDropped?: (job: CompletionJob, reason: 'cancelled' | 'claimed') => Promise<void>;
+  onDropped?: (job: CompletionJob, reason: 'cancelled' | 'claimed' | 'failed') => Promise<void>;
 }
 
 interface Run {
@@ -129,6 +130,7 @@ export class RedisWorkerTransport implements WorkerTransport {
     // Registered before the check below, so a cancellation arriving meanwhile is not missed.
     this.running.set(job.id, run);
     const control = this.controlFor(run);
+    let handed = false;
     try {
       const [cancelled, claimed] = await this.commands.mget(this.names.cancelled(job.id), this.names.claim(job.id));
       if (cancelled || run.controller.signal.aborted) {
@@ -143,10 +145,12 @@ export class RedisWorkerTransport implements WorkerTransport {
         await this.options.onDropped?.(job, 'claimed');
         return;
       }
+      handed = true;
       await handler(job, control);
       await control.flush();
     } catch (error) {
       this.options.logger?.error({ err: error, jobId: job.id }, 'job failed in the worker transport');
+      if (!handed) await this.options.onDropped?.(job, 'failed').catch(() => undefined);
       if (!run.finalized) {
         control.publish({ type: 'failed', error: { code: 'internal_error', message: 'The gateway failed while running this request.' }, started: run.started });
         await control.flush();
