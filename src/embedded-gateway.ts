@@ -4,10 +4,9 @@ import { startIngress, type IngressContext, type RunningIngress } from './ingres
 import { loadCatalog } from './shared/catalog/catalog-loader.js';
 import type { Catalog } from './shared/catalog/catalog-types.js';
 import { readConfig, resolveAdminToken, type GatewayConfig } from './shared/config.js';
-import { openMemoryCounters, openStore } from './shared/deployment.js';
+import { openJoinedParts, openStore, readScaleOutSettings } from './shared/deployment.js';
 import { createLogger } from './shared/logger.js';
 import { prepareTokenCounter } from './shared/token-counter.js';
-import { InProcessTransport } from './shared/transport/in-process-transport.js';
 import { createCompletionHandler } from './workers/completion-worker.js';
 import { ProviderClient } from './workers/provider-client.js';
 
@@ -42,21 +41,19 @@ export async function startEmbeddedGateway(options: EmbeddedOptions = {}): Promi
     process.stdout.write(`Generated an admin token (stored in ${admin.path}; shown once): ${admin.token}\n`);
   }
   await prepareTokenCounter();
-  const store = await openStore(config);
-  const counters = openMemoryCounters(store);
-  const transport = new InProcessTransport({
-    maxQueued: config.maxQueuedJobs,
+  const store = await openStore(config, { schema: readScaleOutSettings(environment).databaseSchema });
+  // In-process transport and memory counters; with REDIS_URL, BullMQ + pub/sub and Redis counters.
+  const transport = await openJoinedParts(config, environment, store, logger, async (job) => {
     // A request cancelled while it waited for a worker gives back its budget and concurrency slot.
-    onDropped: async (job) => {
-      if (!job.reservationId) return;
-      await counters
-        .settle({ keyId: job.keyId, reservationId: job.reservationId, costNanos: 0, tokens: 0, budgetPeriod: job.budgetPeriod ?? 'none', now: job.enqueuedAt })
-        .catch((error: Error) => logger.error({ err: error, jobId: job.id }, 'could not release the reservation of a dropped job'));
-    },
+    if (!job.reservationId) return;
+    await counters
+      .settle({ keyId: job.keyId, reservationId: job.reservationId, costNanos: 0, tokens: 0, budgetPeriod: job.budgetPeriod ?? 'none', now: job.enqueuedAt })
+      .catch((error: Error) => logger.error({ err: error, jobId: job.id }, 'could not release the reservation of a dropped job'));
   });
+  const { counters } = transport;
   const client = new ProviderClient();
   const dashboard = new Dashboard({ port: dashboardPort(environment), host: config.host, logger });
-  await transport.worker.start(createCompletionHandler({ catalog, client, store, counters, logger, workerId: transport.workerId }), { concurrency: config.workerConcurrency });
+  await transport.worker.start(createCompletionHandler({ catalog, client, store, counters, logger, workerId: transport.worker.workerId }), { concurrency: config.workerConcurrency });
   const ingress = await startIngress({
     port: config.port,
     host: config.host,
@@ -68,12 +65,14 @@ export async function startEmbeddedGateway(options: EmbeddedOptions = {}): Promi
     adminToken: admin.token,
     maxBodyBytes: config.maxBodyBytes,
     maxQueuedStreamBytes: config.maxQueuedStreamBytes,
-    keyCacheMs: Number.MAX_SAFE_INTEGER,
+    keyCacheMs: transport.keyCacheMs,
+    announceKeyChange: transport.announceKeyChange,
     extend: (app, context) => {
       dashboard.extend(app, context);
       options.extend?.(app, context);
     },
   });
+  transport.onKeyChange((publicId) => ingress.keys.invalidate(publicId));
   const ownDashboardPort = await dashboard.listen();
   const host = config.host === '0.0.0.0' ? '127.0.0.1' : config.host;
   return {
@@ -89,6 +88,7 @@ export async function startEmbeddedGateway(options: EmbeddedOptions = {}): Promi
       await transport.worker.close(config.drainDeadlineMs);
       await client.close();
       await counters.close();
+      await transport.close();
       await store.close();
     },
   };

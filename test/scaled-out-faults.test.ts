@@ -1,8 +1,15 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, Socket, type Server } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startOpenAiProviderDouble, type OpenAiProviderDouble } from './doubles/openai-provider-double.js';
 import { adminRequest, chat, createKey, eventually, hello, type CreatedKey } from './support/api-client.js';
-import { scaledOutAvailable, scaledOutSkipNotice, startScaledDeployment, stopProcess, type ManagedProcess, type ScaledDeployment } from './support/scaled-harness.js';
+import { startEmbeddedGateway, type EmbeddedGateway } from '../src/embedded-gateway.js';
+import { testEnvironment } from './support/gateway-harness.js';
+import { DATABASE_URL, dropSchema, REDIS_URL, removeRedisPrefix, scaledOutAvailable, scaledOutSkipNotice, startScaledDeployment, stopProcess, type ManagedProcess, type ScaledDeployment } from './support/scaled-harness.js';
 
 // Faults of the scaled-out deployment, against real processes: workers killed (SIGKILL) before and
 // after the first token, clients that disconnect, SIGTERM on workers and ingresses, a deep queue,
@@ -333,6 +340,52 @@ if (!scaledOutAvailable) {
       expect(recovered.content).toBe('back again');
       expect([...deployment.ingresses, ...deployment.workers].map((managed) => managed.child.pid)).toEqual(pids);
       expect([...deployment.ingresses, ...deployment.workers].every(live)).toBe(true);
+    });
+  });
+
+  describe('npm start with REDIS_URL and DATABASE_URL: each process is an ingress and a worker of one deployment', () => {
+    const id = randomBytes(5).toString('hex');
+    const prefix = `sbtest-joined-${id}`;
+    const schema = `sb_test_joined_${id}`;
+    const dataDirs: string[] = [];
+    const gateways: EmbeddedGateway[] = [];
+    let double: OpenAiProviderDouble;
+
+    beforeAll(async () => {
+      double = await startOpenAiProviderDouble({ apiKey: 'upstream-secret-key' });
+      for (let i = 0; i < 2; i++) {
+        const dataDir = mkdtempSync(join(tmpdir(), 'switchboard-joined-'));
+        dataDirs.push(dataDir);
+        const environment = { ...testEnvironment({ openAiUrl: double.url }, dataDir), REDIS_URL: REDIS_URL!, DATABASE_URL: DATABASE_URL!, SWITCHBOARD_REDIS_PREFIX: prefix, SWITCHBOARD_DATABASE_SCHEMA: schema };
+        gateways.push(await startEmbeddedGateway({ environment }));
+      }
+    }, 60_000);
+    afterAll(async () => {
+      for (const gateway of gateways) await gateway.close();
+      await double?.close();
+      for (const dataDir of dataDirs) rmSync(dataDir, { recursive: true, force: true });
+      await removeRedisPrefix(REDIS_URL!, prefix);
+      await dropSchema(DATABASE_URL!, schema);
+    }, 30_000);
+
+    it('queues through BullMQ and shares keys, limits and revocations between the processes', async () => {
+      const [a, b] = gateways as [EmbeddedGateway, EmbeddedGateway];
+      const admin = (gateway: EmbeddedGateway, method: string, path: string, body?: unknown) =>
+        fetch(`${gateway.url}${path}`, { method, headers: { authorization: `Bearer ${gateway.adminToken}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+      const created = await (await admin(a, 'POST', '/admin/v1/keys', { name: 'joined' })).json();
+      const ask = (gateway: EmbeddedGateway) => fetch(`${gateway.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${created.key}`, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'svc/alpha', messages: hello }) });
+      double.script('alpha', { kind: 'text', text: 'joined' });
+      const answer = await ask(b);
+      expect(answer.status).toBe(200);
+      expect((await answer.json()).choices[0].message.content).toBe('joined');
+      const redis = new Redis(REDIS_URL!);
+      try {
+        expect((await redis.keys(`${prefix}:bull:completions:*`)).length).toBeGreaterThan(0);
+      } finally {
+        await redis.quit();
+      }
+      expect((await admin(a, 'DELETE', `/admin/v1/keys/${created.id}`)).status).toBe(200);
+      expect((await ask(b)).status).toBe(401);
     });
   });
 }

@@ -1,13 +1,17 @@
 import { join } from 'node:path';
 import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
 import type { GatewayConfig } from './config.js';
 import type { Counters } from './counters/counters.js';
 import { createMemoryCounters } from './counters/memory-counters.js';
 import { createRedisCounters } from './counters/redis-counters.js';
 import { openPostgresStore } from './store/postgres-store.js';
 import { openSqliteStore } from './store/sqlite-store.js';
+import type { CompletionJob } from './job.js';
 import type { Store } from './store/store.js';
-import { asUnavailable, RedisNames } from './transport/redis-connections.js';
+import { InProcessTransport } from './transport/in-process-transport.js';
+import { asUnavailable, openRedis, quitQuietly, RedisNames, waitUntilReady } from './transport/redis-connections.js';
+import type { IngressTransport, WorkerTransport } from './transport/transport.js';
 
 // Picks the parts behind each interface: PostgreSQL when DATABASE_URL is set, else the embedded
 // database file in the data folder; Redis counters and the BullMQ transport when REDIS_URL is set
@@ -94,5 +98,74 @@ export function openRedisCounters(redis: Redis, settings: ScaleOutSettings, stor
     revoke: guard('revoke the key', counters.revoke),
     reset: guard('reset the key\'s counters', counters.reset),
     close: counters.close,
+  };
+}
+
+/** Ingress and workers in one process (`npm start`), joined in memory or, with REDIS_URL, over Redis. */
+export interface JoinedParts {
+  counters: Counters;
+  ingress: IngressTransport;
+  worker: WorkerTransport;
+  /** How long the ingress may trust a cached key record: forever when it is the only ingress. */
+  keyCacheMs: number;
+  announceKeyChange?: (publicId: string) => void;
+  /** Tells the key directory of changes made through other ingresses (undefined: drop all). */
+  onKeyChange(listener: (publicId: string | undefined) => void): void;
+  /** Closes what these parts opened (after the ingress drained and the worker closed). */
+  close(): Promise<void>;
+}
+
+/**
+ * Without REDIS_URL: the in-process transport and memory counters. With it, this process is one
+ * ingress and one worker of a scaled-out deployment (BullMQ + pub/sub, Redis counters), so it can
+ * run beside `web` and `worker` processes, or as several copies behind a load balancer.
+ */
+export async function openJoinedParts(config: GatewayConfig, environment: NodeJS.ProcessEnv, store: Store, logger: Logger, onDropped: (job: CompletionJob) => Promise<void>): Promise<JoinedParts> {
+  let keyListener: (publicId: string | undefined) => void = () => undefined;
+  if (!config.redisUrl) {
+    const transport = new InProcessTransport({ maxQueued: config.maxQueuedJobs, onDropped });
+    return {
+      counters: openMemoryCounters(store),
+      ingress: transport.ingress,
+      worker: transport.worker,
+      keyCacheMs: Number.MAX_SAFE_INTEGER,
+      onKeyChange: () => undefined,
+      close: async () => undefined,
+    };
+  }
+  const redisUrl = config.redisUrl;
+  const settings = readScaleOutSettings(environment);
+  // Loaded only here, so the embedded default does not load BullMQ.
+  const { RedisIngressTransport } = await import('./transport/redis-transport.js');
+  const { RedisWorkerTransport } = await import('./transport/redis-worker-transport.js');
+  const countersRedis = openRedis(redisUrl, 'fail-fast', 'sb:embedded:counters', logger);
+  await waitUntilReady(countersRedis, redisUrl);
+  const ingress = new RedisIngressTransport({
+    redisUrl,
+    prefix: settings.redisPrefix,
+    maxQueued: config.maxQueuedJobs,
+    logger,
+    watchdog: { silenceMs: settings.workerSilenceMs, rerunWaitMs: settings.rerunWaitMs, queueWaitMs: settings.queueWaitMs },
+    onKeyChange: (publicId) => keyListener(publicId ?? undefined),
+  });
+  const worker = new RedisWorkerTransport({
+    redisUrl,
+    prefix: settings.redisPrefix,
+    logger,
+    heartbeatMs: settings.heartbeatMs,
+    lockDurationMs: settings.jobLockMs,
+    stalledIntervalMs: settings.stalledCheckMs,
+    onDropped: (job) => onDropped(job),
+  });
+  return {
+    counters: openRedisCounters(countersRedis, settings, store),
+    ingress,
+    worker,
+    keyCacheMs: config.keyCacheMs,
+    announceKeyChange: (publicId) => ingress.announceKeyChange(publicId),
+    onKeyChange: (listener) => {
+      keyListener = listener;
+    },
+    close: () => quitQuietly(countersRedis),
   };
 }

@@ -40,7 +40,7 @@ async function main(): Promise<void> {
       logger.info({ jobId: job.id, reason }, 'job dropped without running');
       if (!job.reservationId) return;
       await counters
-        .settle({ keyId: job.keyId, reservationId: job.reservationId, costNanos: 0, tokens: 0, budgetPeriod: job.budgetPeriod ?? 'none', now: Date.now() })
+        .settle({ keyId: job.keyId, reservationId: job.reservationId, costNanos: 0, tokens: 0, budgetPeriod: job.budgetPeriod ?? 'none', now: job.enqueuedAt })
         .catch((error: Error) => logger.error({ err: error, jobId: job.id }, 'could not release the reservation of a dropped job'));
     },
   });
