@@ -129,7 +129,13 @@ if (!scaledOutAvailable) {
 
     beforeAll(async () => {
       double = await startOpenAiProviderDouble({ apiKey: 'upstream-secret-key' });
-      deployment = await startScaledDeployment({ openAiUrl: double.url, tagWorkers: true, firstTokenMs: 8000, totalMs: 20_000, environment: { LOG_LEVEL: process.env.SB_DEBUG_LOG ?? 'silent' } });
+      deployment = await startScaledDeployment({
+        openAiUrl: double.url,
+        tagWorkers: true,
+        firstTokenMs: 8000,
+        totalMs: 20_000,
+        environment: { LOG_LEVEL: process.env.SB_DEBUG_LOG ?? 'silent', SWITCHBOARD_WORKER_CONCURRENCY: '400' },
+      });
       key = await createKey(deployment, { name: 'faults' });
     }, 60_000);
     beforeEach(() => double?.reset());
@@ -156,6 +162,25 @@ if (!scaledOutAvailable) {
       expect(revoked.status).toBe(200);
       expect((await via(a)).status).toBe(401);
     });
+
+    it('holds hundreds of concurrent upstream streams in one worker process', async () => {
+      // One worker only for this test: the other finishes its (no) jobs and leaves.
+      const other = deployment.workers[1]!;
+      await stopProcess(other);
+      double.script('alpha', { kind: 'text', chunks: words(25), chunkDelayMs: 100 });
+      const startedAt = Date.now();
+      const readers = await Promise.all(Array.from({ length: 300 }, async () => new StreamReader(await chat(deployment, key.key, streamBody))));
+      await Promise.all(readers.map((reader) => reader.finished()));
+      timings.streams300OneWorker = Date.now() - startedAt;
+      expect(readers.every((reader) => reader.done && reader.content === words(25).join(''))).toBe(true);
+      // Each stream lasts at least 2.4 s upstream; the last one began before the first could end,
+      // so all 300 were open at once.
+      const arrivals = double.requests.map((request) => request.receivedAt);
+      timings.streams300ArrivalSpread = Math.max(...arrivals) - Math.min(...arrivals);
+      expect(timings.streams300ArrivalSpread).toBeLessThan(2400);
+      expect(new Set(double.requests.map((request) => request.headers['x-test-worker'])).size).toBe(1);
+      await replaceWorker(other);
+    }, 30_000);
 
     it('cancels the upstream call within a second when a client disconnects, whichever worker holds it', async () => {
       double.script('alpha', { kind: 'text', chunks: words(40), chunkDelayMs: 100 });
