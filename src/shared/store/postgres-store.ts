@@ -1,14 +1,17 @@
 import pg from 'pg';
 import type { AttemptRecord } from '../job.js';
-import type { BudgetPeriod, KeyPatch, KeyRecord, LedgerEntry, NewKey, Store, UsageFilter, UsageRow } from './store.js';
-import { planUsage, type TimeRange } from './usage-plan.js';
+import type { KeyPatch, KeyRecord, LedgerEntry, NewKey, Store, UsageFilter, UsageRow } from './store.js';
+import {
+  LEDGER_COLUMNS, NEW_KEY_COLUMNS, assertNanos, ledgerLimit, ledgerValues, newKeyValues, patchAssignments, rowToKey, rowToLedger,
+  type ColumnEncoding, type Row,
+} from './store-records.js';
+import { ledgerPageSql, toIsoTime, usageRows, usageSql, type SqlDialect } from './usage-plan.js';
 
 // The scaled-out store: PostgreSQL shared by every ingress and worker process. Same tables and
 // semantics as sqlite-store.ts; both pass test/store-conformance.test.ts. Bigint and numeric
 // results arrive from pg as strings (they may exceed 2^53); they are converted per column here
 // rather than through pg's global type parsers, which would change other pg users in the process.
-
-type Row = Record<string, unknown>;
+// Times are parsed in code rather than by PostgreSQL, for the SQLite store's accept/reject behaviour.
 
 export interface PostgresStoreOptions {
   /** Schema holding the tables; created if missing. Lets tests and tenants share one database. */
@@ -86,22 +89,24 @@ const MIGRATIONS: { version: number; sql: string }[] = [
   },
 ];
 
-// Only these columns may be patched; the map also keeps caller-supplied names out of the SQL.
-const PATCH_COLUMNS: Record<keyof KeyPatch, string> = {
-  name: 'name',
-  budgetUsd: 'budget_usd',
-  budgetPeriod: 'budget_period',
-  rpm: 'rpm',
-  tpm: 'tpm',
-  maxConcurrent: 'max_concurrent',
+// JSONB and BOOLEAN columns travel as their JavaScript values; nano-USD fit in a safe integer.
+const ENCODING: ColumnEncoding = {
+  nanos: (value) => value,
+  flag: (value) => value,
+  readFlag: (value) => value as boolean,
+  readAttempts: (value) => value as AttemptRecord[],
 };
 
 // The group value of a ledger row and of a rollup row; both parts of a query yield the same text.
-const LEDGER_GROUPS = { key: 'key_id', model: 'served_model', day: `to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD')` } as const;
-const ROLLUP_GROUPS = { key: 'key_id', model: `NULLIF(model, '')`, day: `to_char(day, 'YYYY-MM-DD')` } as const;
-const GROUP_FIELDS = { key: 'key_id', model: 'model', day: 'day' } as const;
-
-const DEFAULT_LEDGER_LIMIT = 100;
+const DIALECT: SqlDialect = {
+  placeholder: (position) => `$${position}`,
+  dayParameterCast: '::date',
+  noGroup: 'NULL::text',
+  ledgerGroups: { key: 'key_id', model: 'served_model', day: `to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD')` },
+  rollupGroups: { key: 'key_id', model: `NULLIF(model, '')`, day: `to_char(day, 'YYYY-MM-DD')` },
+  // Sorts group keys and ids by code point, matching SQLite, whatever the database's locale.
+  codePointOrder: ' COLLATE "C"',
+};
 
 // Lower case only: search_path folds unquoted names, and a fixed alphabet keeps the name safe to
 // splice into DDL and the connection options.
@@ -157,21 +162,8 @@ class PostgresStore implements Store {
 
   async createKey(key: NewKey): Promise<KeyRecord> {
     const { rows } = await this.pool.query(
-      `INSERT INTO api_keys (id, name, public_id, secret_hash, key_hint, budget_usd, budget_period, rpm, tpm, max_concurrent, created_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING *`,
-      [
-        key.id,
-        key.name,
-        key.publicId,
-        key.secretHash,
-        key.keyHint,
-        key.budgetUsd ?? null,
-        key.budgetPeriod ?? 'none',
-        key.rpm ?? null,
-        key.tpm ?? null,
-        key.maxConcurrent ?? null,
-        toIso(key.createdAt),
-      ],
+      `INSERT INTO api_keys (${NEW_KEY_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING *`,
+      newKeyValues(key),
     );
     return rowToKey(rows[0]);
   }
@@ -190,29 +182,26 @@ class PostgresStore implements Store {
   }
 
   async updateKey(id: string, patch: KeyPatch): Promise<KeyRecord | null> {
-    const fields = (Object.keys(PATCH_COLUMNS) as (keyof KeyPatch)[]).filter((f) => patch[f] !== undefined);
-    if (fields.length === 0) return this.getKey(id);
-    const sets = fields.map((f, i) => `${PATCH_COLUMNS[f]} = $${i + 2}`).join(', ');
-    return this.oneKey(`UPDATE api_keys SET ${sets} WHERE id = $1 RETURNING *`, [id, ...fields.map((f) => patch[f] ?? null)]);
+    const { columns, values } = patchAssignments(patch);
+    if (columns.length === 0) return this.getKey(id);
+    const sets = columns.map((column, index) => `${column} = $${index + 2}`).join(', ');
+    return this.oneKey(`UPDATE api_keys SET ${sets} WHERE id = $1 RETURNING *`, [id, ...values]);
   }
 
   async revokeKey(id: string, at: string): Promise<KeyRecord | null> {
     // COALESCE keeps the first revocation time: revoking twice must not rewrite history.
-    return this.oneKey('UPDATE api_keys SET revoked_at = COALESCE(revoked_at, $2) WHERE id = $1 RETURNING *', [id, toIso(at)]);
+    return this.oneKey('UPDATE api_keys SET revoked_at = COALESCE(revoked_at, $2) WHERE id = $1 RETURNING *', [id, toIsoTime(at)]);
   }
 
   async recordUsage(entry: LedgerEntry): Promise<void> {
-    if (!Number.isSafeInteger(entry.costNanos)) {
-      throw new RangeError(`costNanos must be a safe integer, got ${entry.costNanos}`);
-    }
+    assertNanos(entry.costNanos);
     // One statement is one transaction and one round trip. The UPDATE and the rollup upsert read
     // only the row the INSERT returned, so a duplicate ledger id (a retried settlement) charges
     // nothing and counts nothing. Every record takes its two row locks (rollup row, key row) in
     // the same order, being the same plan, so concurrent records cannot deadlock.
     await this.pool.query(
       `WITH ins AS (
-         INSERT INTO usage_ledger (id, key_id, requested_model, served_model, attempts, prompt_tokens, completion_tokens,
-           cost_nanos, status, latency_ms, estimated, stream, created_at)
+         INSERT INTO usage_ledger (${LEDGER_COLUMNS})
          VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7, $8, $9, $10, $11, $12, $13)
          ON CONFLICT (id) DO NOTHING
          RETURNING key_id, served_model, prompt_tokens, completion_tokens, cost_nanos, created_at
@@ -229,37 +218,21 @@ class PostgresStore implements Store {
          prompt_tokens = d.prompt_tokens + EXCLUDED.prompt_tokens,
          completion_tokens = d.completion_tokens + EXCLUDED.completion_tokens,
          cost_nanos = d.cost_nanos + EXCLUDED.cost_nanos`,
-      [
-        entry.id,
-        entry.keyId,
-        entry.requestedModel,
-        entry.servedModel,
-        JSON.stringify(entry.attempts),
-        entry.promptTokens,
-        entry.completionTokens,
-        entry.costNanos,
-        entry.status,
-        Math.round(entry.latencyMs),
-        entry.estimated,
-        entry.stream,
-        toIso(entry.createdAt),
-      ],
+      ledgerValues(entry, ENCODING),
     );
   }
 
   async spentNanosSince(keyId: string, since: string): Promise<number> {
     // Budget periods start at midnight UTC, so this is normally a read of the key's rollup rows.
-    const { sql, params } = usageSql({ keyId, since });
+    const { sql, params } = usageSql({ keyId, since }, DIALECT);
     const { rows } = await this.pool.query(sql, params);
     return Number(rows[0].cost_nanos);
   }
 
   async queryUsage(filter: UsageFilter): Promise<UsageRow[]> {
-    const { sql, params } = usageSql(filter);
+    const { sql, params } = usageSql(filter, DIALECT);
     const { rows } = await this.pool.query(sql, params);
-    if (!filter.groupBy) return [toUsageRow(rows[0])];
-    const field = GROUP_FIELDS[filter.groupBy];
-    return rows.map((row: Row) => withGroup(toUsageRow(row), field, row.g));
+    return usageRows(filter, rows);
   }
 
   async rebuildUsageRollups(): Promise<void> {
@@ -272,10 +245,9 @@ class PostgresStore implements Store {
   }
 
   async listLedger(filter: UsageFilter & { limit?: number }): Promise<LedgerEntry[]> {
-    const { where, params } = whereClause(filter);
-    const sql = `SELECT * FROM usage_ledger ${where} ORDER BY created_at DESC, id COLLATE "C" DESC LIMIT $${params.length + 1}`;
-    const { rows } = await this.pool.query(sql, [...params, ledgerLimit(filter.limit)]);
-    return rows.map(rowToLedger);
+    const { sql, params } = ledgerPageSql(filter, ledgerLimit(filter.limit), DIALECT);
+    const { rows } = await this.pool.query(sql, params);
+    return rows.map((row: Row) => rowToLedger(row, ENCODING));
   }
 
   async close(): Promise<void> {
@@ -301,130 +273,4 @@ class PostgresStore implements Store {
       client.release();
     }
   }
-}
-
-function whereClause(filter: UsageFilter): { where: string; params: unknown[] } {
-  const params: unknown[] = [];
-  return { where: ledgerWhere(filter, { since: filter.since, until: filter.until }, params), params };
-}
-
-/** Ledger conditions for the filter within `range`; appends its values to `params`. */
-function ledgerWhere(filter: UsageFilter, range: TimeRange, params: unknown[]): string {
-  const conds: string[] = [];
-  const add = (cond: string, value: unknown) => {
-    params.push(value);
-    conds.push(cond.replace('?', `$${params.length}`));
-  };
-  if (filter.keyId !== undefined) add('key_id = ?', filter.keyId);
-  if (filter.model !== undefined) add('served_model = ?', filter.model);
-  if (range.since !== undefined) add('created_at >= ?', toIso(range.since));
-  if (range.until !== undefined) add('created_at < ?', toIso(range.until));
-  return conds.length ? `WHERE ${conds.join(' AND ')}` : '';
-}
-
-/**
- * One statement answering a usage question: the rollup's whole days plus the ledger's partial
- * days (usage-plan.ts), summed per group. Ungrouped, it yields exactly one row.
- */
-function usageSql(filter: UsageFilter): { sql: string; params: unknown[] } {
-  const plan = planUsage(filter);
-  const group = filter.groupBy;
-  const parts: string[] = [];
-  const params: unknown[] = [];
-  if (plan.rollup) {
-    const conds: string[] = [];
-    const add = (cond: string, value: unknown) => {
-      params.push(value);
-      conds.push(cond.replace('?', `$${params.length}`));
-    };
-    if (filter.keyId !== undefined) add('key_id = ?', filter.keyId);
-    // '' stands for "no model served" in the rollup; no ledger row has served_model = ''.
-    if (filter.model !== undefined) add(`model = ? AND model <> ''`, filter.model);
-    if (plan.rollup.fromDay !== undefined) add('day >= ?::date', plan.rollup.fromDay);
-    if (plan.rollup.toDay !== undefined) add('day < ?::date', plan.rollup.toDay);
-    const where = conds.length ? `WHERE ${conds.join(' AND ')}` : '';
-    parts.push(
-      `SELECT ${group ? ROLLUP_GROUPS[group] : 'NULL::text'} AS g, SUM(requests) AS requests, SUM(prompt_tokens) AS prompt_tokens,
-         SUM(completion_tokens) AS completion_tokens, SUM(cost_nanos) AS cost_nanos FROM usage_daily ${where}${group ? ' GROUP BY 1' : ''}`,
-    );
-  }
-  for (const range of plan.ledger) {
-    const where = ledgerWhere(filter, range, params);
-    parts.push(
-      `SELECT ${group ? LEDGER_GROUPS[group] : 'NULL::text'} AS g, COUNT(*) AS requests, SUM(prompt_tokens) AS prompt_tokens,
-         SUM(completion_tokens) AS completion_tokens, SUM(cost_nanos) AS cost_nanos FROM usage_ledger ${where}${group ? ' GROUP BY 1' : ''}`,
-    );
-  }
-  const totals = `COALESCE(SUM(requests), 0) AS requests, COALESCE(SUM(prompt_tokens), 0) AS prompt_tokens,
-    COALESCE(SUM(completion_tokens), 0) AS completion_tokens, COALESCE(SUM(cost_nanos), 0) AS cost_nanos`;
-  const from = `(${parts.join(' UNION ALL ')}) AS parts`;
-  // COLLATE "C" sorts group keys by code point, matching SQLite, whatever the database's locale.
-  const sql = group ? `SELECT g, ${totals} FROM ${from} GROUP BY g ORDER BY g IS NULL, g COLLATE "C"` : `SELECT ${totals} FROM ${from}`;
-  return { sql, params };
-}
-
-function rowToKey(row: Row): KeyRecord {
-  return {
-    id: row.id as string,
-    name: row.name as string,
-    publicId: row.public_id as string,
-    secretHash: row.secret_hash as string,
-    keyHint: row.key_hint as string,
-    budgetUsd: row.budget_usd as number | null,
-    budgetPeriod: row.budget_period as BudgetPeriod,
-    rpm: row.rpm as number | null,
-    tpm: row.tpm as number | null,
-    maxConcurrent: row.max_concurrent as number | null,
-    spentUsd: Number(row.spent_nanos) / 1e9,
-    createdAt: isoOf(row.created_at) as string,
-    revokedAt: isoOf(row.revoked_at),
-    lastUsedAt: isoOf(row.last_used_at),
-  };
-}
-
-function rowToLedger(row: Row): LedgerEntry {
-  return {
-    id: row.id as string,
-    keyId: row.key_id as string,
-    requestedModel: row.requested_model as string,
-    servedModel: row.served_model as string | null,
-    attempts: row.attempts as AttemptRecord[],
-    promptTokens: row.prompt_tokens as number,
-    completionTokens: row.completion_tokens as number,
-    costNanos: Number(row.cost_nanos),
-    status: row.status as number,
-    latencyMs: row.latency_ms as number,
-    estimated: row.estimated as boolean,
-    stream: row.stream as boolean,
-    createdAt: isoOf(row.created_at) as string,
-  };
-}
-
-function toUsageRow(row: Row): UsageRow {
-  return {
-    requests: Number(row.requests),
-    prompt_tokens: Number(row.prompt_tokens),
-    completion_tokens: Number(row.completion_tokens),
-    cost_usd: Number(row.cost_nanos) / 1e9,
-  };
-}
-
-// A null group value (requests no model served) leaves the field out: UsageRow has no null there.
-function withGroup(row: UsageRow, field: 'key_id' | 'model' | 'day', value: unknown): UsageRow {
-  return value === null || value === undefined ? row : { [field]: String(value), ...row };
-}
-
-function ledgerLimit(limit: number | undefined): number {
-  return limit !== undefined && Number.isFinite(limit) ? Math.max(0, Math.trunc(limit)) : DEFAULT_LEDGER_LIMIT;
-}
-
-function isoOf(value: unknown): string | null {
-  return value instanceof Date ? value.toISOString() : value === null || value === undefined ? null : String(value);
-}
-
-// Parsing here rather than in PostgreSQL gives the same accept/reject behaviour as the SQLite store.
-function toIso(value: string): string {
-  const ms = Date.parse(value);
-  if (Number.isNaN(ms)) throw new RangeError(`not an ISO 8601 time: ${value}`);
-  return new Date(ms).toISOString();
 }

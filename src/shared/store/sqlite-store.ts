@@ -1,9 +1,12 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
-import type { AttemptRecord } from '../job.js';
-import type { BudgetPeriod, KeyPatch, KeyRecord, LedgerEntry, NewKey, Store, UsageFilter, UsageRow } from './store.js';
-import { planUsage, type TimeRange } from './usage-plan.js';
+import type { KeyPatch, KeyRecord, LedgerEntry, NewKey, Store, UsageFilter, UsageRow } from './store.js';
+import {
+  LEDGER_COLUMNS, NEW_KEY_COLUMNS, assertNanos, ledgerLimit, ledgerValues, newKeyValues, patchAssignments, rowToKey, rowToLedger,
+  type ColumnEncoding, type Row,
+} from './store-records.js';
+import { ledgerPageSql, toIsoTime, usageRows, usageSql, type SqlDialect } from './usage-plan.js';
 
 // The embedded default store: one database file in the data folder. better-sqlite3 is synchronous,
 // which is the fastest option for a single process; the async Store interface is kept so the same
@@ -11,7 +14,6 @@ import { planUsage, type TimeRange } from './usage-plan.js';
 // and compares correctly as plain strings. Passes test/store-conformance.test.ts.
 
 type Db = Database.Database;
-type Row = Record<string, unknown>;
 
 // Fills the daily rollup from the ledger: the backfill of migration 2 and rebuildUsageRollups().
 // Part of a shipped migration: change it only together with a new migration.
@@ -82,22 +84,24 @@ const MIGRATIONS: { version: number; sql: string }[] = [
   },
 ];
 
-// Only these columns may be patched; the map also keeps caller-supplied names out of the SQL.
-const PATCH_COLUMNS: Record<keyof KeyPatch, string> = {
-  name: 'name',
-  budgetUsd: 'budget_usd',
-  budgetPeriod: 'budget_period',
-  rpm: 'rpm',
-  tpm: 'tpm',
-  maxConcurrent: 'max_concurrent',
+// BigInt binds as an integer, so sums of nano-USD stay in exact 64-bit integer arithmetic.
+const ENCODING: ColumnEncoding = {
+  nanos: (value) => BigInt(value),
+  flag: (value) => (value ? 1 : 0),
+  readFlag: (value) => value === 1,
+  readAttempts: (value) => JSON.parse(value as string),
 };
 
 // The group value of a ledger row and of a rollup row; both parts of a query yield the same text.
-const LEDGER_GROUPS = { key: 'key_id', model: 'served_model', day: 'substr(created_at, 1, 10)' } as const;
-const ROLLUP_GROUPS = { key: 'key_id', model: "NULLIF(model, '')", day: 'day' } as const;
-const GROUP_FIELDS = { key: 'key_id', model: 'model', day: 'day' } as const;
-
-const DEFAULT_LEDGER_LIMIT = 100;
+// BINARY, SQLite's default collation, already orders text by code point.
+const DIALECT: SqlDialect = {
+  placeholder: () => '?',
+  dayParameterCast: '',
+  noGroup: 'NULL',
+  ledgerGroups: { key: 'key_id', model: 'served_model', day: 'substr(created_at, 1, 10)' },
+  rollupGroups: { key: 'key_id', model: "NULLIF(model, '')", day: 'day' },
+  codePointOrder: '',
+};
 
 export async function openSqliteStore(filePath: string): Promise<Store> {
   if (!isInMemory(filePath)) mkdirSync(dirname(filePath), { recursive: true });
@@ -148,22 +152,7 @@ class SqliteStore implements Store {
   }
 
   async createKey(key: NewKey): Promise<KeyRecord> {
-    this.stmt(
-      `INSERT INTO api_keys (id, name, public_id, secret_hash, key_hint, budget_usd, budget_period, rpm, tpm, max_concurrent, created_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    ).run(
-      key.id,
-      key.name,
-      key.publicId,
-      key.secretHash,
-      key.keyHint,
-      key.budgetUsd ?? null,
-      key.budgetPeriod ?? 'none',
-      key.rpm ?? null,
-      key.tpm ?? null,
-      key.maxConcurrent ?? null,
-      toIso(key.createdAt),
-    );
+    this.stmt(`INSERT INTO api_keys (${NEW_KEY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`).run(...newKeyValues(key));
     return this.mustGet(key.id);
   }
 
@@ -182,17 +171,17 @@ class SqliteStore implements Store {
   }
 
   async updateKey(id: string, patch: KeyPatch): Promise<KeyRecord | null> {
-    const fields = (Object.keys(PATCH_COLUMNS) as (keyof KeyPatch)[]).filter((f) => patch[f] !== undefined);
-    if (fields.length > 0) {
-      const sets = fields.map((f) => `${PATCH_COLUMNS[f]} = ?`).join(', ');
-      this.stmt(`UPDATE api_keys SET ${sets} WHERE id = ?`).run(...fields.map((f) => patch[f] ?? null), id);
+    const { columns, values } = patchAssignments(patch);
+    if (columns.length > 0) {
+      const sets = columns.map((column) => `${column} = ?`).join(', ');
+      this.stmt(`UPDATE api_keys SET ${sets} WHERE id = ?`).run(...values, id);
     }
     return this.readKey(id);
   }
 
   async revokeKey(id: string, at: string): Promise<KeyRecord | null> {
     // COALESCE keeps the first revocation time: revoking twice must not rewrite history.
-    this.stmt('UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ?').run(toIso(at), id);
+    this.stmt('UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ?').run(toIsoTime(at), id);
     return this.readKey(id);
   }
 
@@ -203,15 +192,13 @@ class SqliteStore implements Store {
 
   async spentNanosSince(keyId: string, since: string): Promise<number> {
     // Budget periods start at midnight UTC, so this is normally a read of the key's rollup rows.
-    const { sql, params } = usageSql({ keyId, since });
+    const { sql, params } = usageSql({ keyId, since }, DIALECT);
     return Number((this.stmt(sql).get(...params) as Row).cost_nanos);
   }
 
   async queryUsage(filter: UsageFilter): Promise<UsageRow[]> {
-    const { sql, params } = usageSql(filter);
-    if (!filter.groupBy) return [toUsageRow(this.stmt(sql).get(...params) as Row)];
-    const field = GROUP_FIELDS[filter.groupBy];
-    return (this.stmt(sql).all(...params) as Row[]).map((row) => withGroup(toUsageRow(row), field, row.g));
+    const { sql, params } = usageSql(filter, DIALECT);
+    return usageRows(filter, this.stmt(sql).all(...params) as Row[]);
   }
 
   async rebuildUsageRollups(): Promise<void> {
@@ -222,10 +209,8 @@ class SqliteStore implements Store {
   }
 
   async listLedger(filter: UsageFilter & { limit?: number }): Promise<LedgerEntry[]> {
-    const { where, params } = whereClause(filter);
-    const sql = `SELECT * FROM usage_ledger ${where} ORDER BY created_at DESC, id DESC LIMIT ?`;
-    const rows = this.stmt(sql).all(...params, ledgerLimit(filter.limit)) as Row[];
-    return rows.map(rowToLedger);
+    const { sql, params } = ledgerPageSql(filter, ledgerLimit(filter.limit), DIALECT);
+    return (this.stmt(sql).all(...params) as Row[]).map((row) => rowToLedger(row, ENCODING));
   }
 
   async close(): Promise<void> {
@@ -234,28 +219,12 @@ class SqliteStore implements Store {
 
   private recordInTx(entry: LedgerEntry): void {
     const inserted = this.stmt(
-      `INSERT INTO usage_ledger (id, key_id, requested_model, served_model, attempts, prompt_tokens, completion_tokens,
-         cost_nanos, status, latency_ms, estimated, stream, created_at)
+      `INSERT INTO usage_ledger (${LEDGER_COLUMNS})
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
-    ).run(
-      entry.id,
-      entry.keyId,
-      entry.requestedModel,
-      entry.servedModel,
-      JSON.stringify(entry.attempts),
-      entry.promptTokens,
-      entry.completionTokens,
-      BigInt(entry.costNanos),
-      entry.status,
-      Math.round(entry.latencyMs),
-      entry.estimated ? 1 : 0,
-      entry.stream ? 1 : 0,
-      toIso(entry.createdAt),
-    );
+    ).run(...ledgerValues(entry, ENCODING));
     // A retried settlement re-sends the same ledger id; charging only on insert keeps spend exact.
     if (inserted.changes === 0) return;
-    const at = toIso(entry.createdAt);
-    // BigInt binds as an integer, so the addition stays in exact 64-bit integer arithmetic.
+    const at = toIsoTime(entry.createdAt);
     this.stmt(
       `UPDATE api_keys SET spent_nanos = spent_nanos + ?,
          last_used_at = CASE WHEN last_used_at IS NULL OR last_used_at < ? THEN ? ELSE last_used_at END
@@ -291,146 +260,4 @@ class SqliteStore implements Store {
     }
     return s;
   }
-}
-
-function whereClause(filter: UsageFilter): { where: string; params: unknown[] } {
-  return ledgerWhere(filter, { since: filter.since, until: filter.until });
-}
-
-function ledgerWhere(filter: UsageFilter, range: TimeRange): { where: string; params: unknown[] } {
-  const conds: string[] = [];
-  const params: unknown[] = [];
-  if (filter.keyId !== undefined) {
-    conds.push('key_id = ?');
-    params.push(filter.keyId);
-  }
-  if (filter.model !== undefined) {
-    conds.push('served_model = ?');
-    params.push(filter.model);
-  }
-  if (range.since !== undefined) {
-    conds.push('created_at >= ?');
-    params.push(toIso(range.since));
-  }
-  if (range.until !== undefined) {
-    conds.push('created_at < ?');
-    params.push(toIso(range.until));
-  }
-  return { where: conds.length ? `WHERE ${conds.join(' AND ')}` : '', params };
-}
-
-/**
- * One statement answering a usage question: the rollup's whole days plus the ledger's partial
- * days (usage-plan.ts), summed per group. Ungrouped, it yields exactly one row.
- */
-function usageSql(filter: UsageFilter): { sql: string; params: unknown[] } {
-  const plan = planUsage(filter);
-  const group = filter.groupBy;
-  const parts: string[] = [];
-  const params: unknown[] = [];
-  if (plan.rollup) {
-    const conds: string[] = [];
-    if (filter.keyId !== undefined) {
-      conds.push('key_id = ?');
-      params.push(filter.keyId);
-    }
-    if (filter.model !== undefined) {
-      // '' stands for "no model served" in the rollup; no ledger row has served_model = ''.
-      conds.push("model = ? AND model <> ''");
-      params.push(filter.model);
-    }
-    if (plan.rollup.fromDay !== undefined) {
-      conds.push('day >= ?');
-      params.push(plan.rollup.fromDay);
-    }
-    if (plan.rollup.toDay !== undefined) {
-      conds.push('day < ?');
-      params.push(plan.rollup.toDay);
-    }
-    const where = conds.length ? `WHERE ${conds.join(' AND ')}` : '';
-    parts.push(
-      `SELECT ${group ? ROLLUP_GROUPS[group] : 'NULL'} AS g, SUM(requests) AS requests, SUM(prompt_tokens) AS prompt_tokens,
-         SUM(completion_tokens) AS completion_tokens, SUM(cost_nanos) AS cost_nanos FROM usage_daily ${where}${group ? ' GROUP BY 1' : ''}`,
-    );
-  }
-  for (const range of plan.ledger) {
-    const { where, params: p } = ledgerWhere(filter, range);
-    params.push(...p);
-    parts.push(
-      `SELECT ${group ? LEDGER_GROUPS[group] : 'NULL'} AS g, COUNT(*) AS requests, SUM(prompt_tokens) AS prompt_tokens,
-         SUM(completion_tokens) AS completion_tokens, SUM(cost_nanos) AS cost_nanos FROM usage_ledger ${where}${group ? ' GROUP BY 1' : ''}`,
-    );
-  }
-  const totals = `COALESCE(SUM(requests), 0) AS requests, COALESCE(SUM(prompt_tokens), 0) AS prompt_tokens,
-    COALESCE(SUM(completion_tokens), 0) AS completion_tokens, COALESCE(SUM(cost_nanos), 0) AS cost_nanos`;
-  const from = `(${parts.join(' UNION ALL ')})`;
-  // "g IS NULL" first so rows without a served model sort last, as they do in PostgreSQL.
-  const sql = group ? `SELECT g, ${totals} FROM ${from} GROUP BY g ORDER BY g IS NULL, g` : `SELECT ${totals} FROM ${from}`;
-  return { sql, params };
-}
-
-function rowToKey(row: Row): KeyRecord {
-  return {
-    id: row.id as string,
-    name: row.name as string,
-    publicId: row.public_id as string,
-    secretHash: row.secret_hash as string,
-    keyHint: row.key_hint as string,
-    budgetUsd: row.budget_usd as number | null,
-    budgetPeriod: row.budget_period as BudgetPeriod,
-    rpm: row.rpm as number | null,
-    tpm: row.tpm as number | null,
-    maxConcurrent: row.max_concurrent as number | null,
-    spentUsd: Number(row.spent_nanos) / 1e9,
-    createdAt: row.created_at as string,
-    revokedAt: row.revoked_at as string | null,
-    lastUsedAt: row.last_used_at as string | null,
-  };
-}
-
-function rowToLedger(row: Row): LedgerEntry {
-  return {
-    id: row.id as string,
-    keyId: row.key_id as string,
-    requestedModel: row.requested_model as string,
-    servedModel: row.served_model as string | null,
-    attempts: JSON.parse(row.attempts as string) as AttemptRecord[],
-    promptTokens: row.prompt_tokens as number,
-    completionTokens: row.completion_tokens as number,
-    costNanos: Number(row.cost_nanos),
-    status: row.status as number,
-    latencyMs: row.latency_ms as number,
-    estimated: row.estimated === 1,
-    stream: row.stream === 1,
-    createdAt: row.created_at as string,
-  };
-}
-
-function toUsageRow(row: Row): UsageRow {
-  return {
-    requests: Number(row.requests),
-    prompt_tokens: Number(row.prompt_tokens),
-    completion_tokens: Number(row.completion_tokens),
-    cost_usd: Number(row.cost_nanos) / 1e9,
-  };
-}
-
-// A null group value (requests no model served) leaves the field out: UsageRow has no null there.
-function withGroup(row: UsageRow, field: 'key_id' | 'model' | 'day', value: unknown): UsageRow {
-  return value === null || value === undefined ? row : { [field]: String(value), ...row };
-}
-
-function ledgerLimit(limit: number | undefined): number {
-  return limit !== undefined && Number.isFinite(limit) ? Math.max(0, Math.trunc(limit)) : DEFAULT_LEDGER_LIMIT;
-}
-
-// Stored times must share one format for string comparison to order them correctly.
-function toIso(value: string): string {
-  const ms = Date.parse(value);
-  if (Number.isNaN(ms)) throw new RangeError(`not an ISO 8601 time: ${value}`);
-  return new Date(ms).toISOString();
-}
-
-function assertNanos(nanos: number): void {
-  if (!Number.isSafeInteger(nanos)) throw new RangeError(`costNanos must be a safe integer, got ${nanos}`);
 }
