@@ -3,13 +3,13 @@
 // headers, required max_tokens, top-level system, `event:` + `data:` stream framing, error bodies
 // {"type":"error","error":{type,message},"request_id"} including 529 overloaded_error, and the
 // mid-stream `event: error` that can follow an HTTP 200.
-import http from 'node:http';
+import type http from 'node:http';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { SHARED_FIXTURES_DIR } from './openai-provider-double.js';
+import { flattenHeaders, readJsonBody, startProviderDoubleServer, type ProviderDouble, type ProviderExchange } from './provider-double-server.js';
 
 export const ANTHROPIC_FIXTURES_DIR = path.join(SHARED_FIXTURES_DIR, 'anthropic');
 
@@ -39,16 +39,8 @@ export interface AnthropicRecordedRequest {
   headers: Record<string, string>;
 }
 
-export interface AnthropicProviderDouble {
-  /** `http://127.0.0.1:<port>/v1` */
-  url: string;
-  script(model: string, ...behaviours: AnthropicBehaviour[]): void;
-  requests: AnthropicRecordedRequest[];
-  /** Requests whose connection the client closed before the answer was complete. */
-  aborted: string[];
-  reset(): void;
-  close(): Promise<void>;
-}
+/** Its `url` is `http://127.0.0.1:<port>/v1`; `aborted` holds the models of abandoned requests. */
+export interface AnthropicProviderDouble extends ProviderDouble<AnthropicBehaviour, AnthropicRecordedRequest, string> {}
 
 const errorTypes: Record<number, string> = {
   400: 'invalid_request_error',
@@ -142,11 +134,8 @@ function validate(headers: http.IncomingHttpHeaders, body: any, apiKey: string):
   return undefined;
 }
 
-interface Exchange {
-  req: http.IncomingMessage;
-  res: http.ServerResponse;
+interface Exchange extends ProviderExchange {
   body: any;
-  closed: AbortController;
 }
 
 function send(ex: Exchange, status: number, text: string, headers: Record<string, string> = {}): void {
@@ -284,85 +273,22 @@ async function answer(ex: Exchange, behaviour: AnthropicBehaviour): Promise<void
   }
 }
 
-function readBody(req: http.IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const parts: Buffer[] = [];
-    req.on('data', (part: Buffer) => parts.push(part));
-    req.on('end', () => resolve(Buffer.concat(parts).toString('utf8')));
-    req.on('error', reject);
-  });
-}
-
 export async function startAnthropicProviderDouble(options: { apiKey: string }): Promise<AnthropicProviderDouble> {
-  const queues = new Map<string, { queue: AnthropicBehaviour[]; last?: AnthropicBehaviour }>();
-  const requests: AnthropicRecordedRequest[] = [];
-  const aborted: string[] = [];
-  let closing = false;
-
-  // Scripted behaviours are used in order; the last one repeats, and unscripted models answer text.
-  const next = (model: string): AnthropicBehaviour => {
-    const entry = queues.get(model);
-    if (!entry) return { kind: 'text' };
-    if (entry.queue.length > 0) entry.last = entry.queue.shift();
-    return entry.last ?? { kind: 'text' };
-  };
-
-  const handle = async (req: http.IncomingMessage, res: http.ServerResponse): Promise<void> => {
-    const ex: Exchange = { req, res, body: {}, closed: new AbortController() };
-    res.on('close', () => {
-      ex.closed.abort();
-      if (!res.writableEnded && !closing) aborted.push(String(ex.body?.model ?? ''));
-    });
-    const raw = await readBody(req);
-    let body: any;
-    try {
-      body = JSON.parse(raw);
-    } catch {
-      body = undefined;
-    }
-    ex.body = body ?? {};
-    const headers = Object.fromEntries(Object.entries(req.headers).map(([name, value]) => [name, Array.isArray(value) ? value.join(', ') : String(value)]));
-    requests.push({ model: String(ex.body.model ?? ''), body, headers });
-    if (req.method !== 'POST' || req.url !== '/v1/messages') return send(ex, 404, errorBody('not_found_error', 'Not Found'));
-    const invalid = validate(req.headers, body, options.apiKey);
-    if (invalid) return send(ex, invalid.status, errorBody(invalid.type, invalid.message));
-    await answer(ex, next(body.model));
-  };
-
-  const server = http.createServer((req, res) => {
-    handle(req, res).catch((error: unknown) => {
-      if (res.headersSent) res.destroy();
-      else {
-        res.writeHead(500, { 'content-type': 'application/json' });
-        res.end(errorBody('api_error', `anthropic double failure: ${String(error)}`));
-      }
-    });
+  return startProviderDoubleServer<AnthropicBehaviour, AnthropicRecordedRequest, string>({
+    basePath: '/v1',
+    unscripted: { kind: 'text' },
+    abandoned: (exchange) => exchange.model,
+    failureBody: (error) => errorBody('api_error', `anthropic double failure: ${String(error)}`),
+    async handle(exchange, double) {
+      const ex: Exchange = Object.assign(exchange, { body: {} as any });
+      const { json: body } = await readJsonBody(ex.req);
+      ex.body = body ?? {};
+      ex.model = String(ex.body.model ?? '');
+      double.requests.push({ model: ex.model, body, headers: flattenHeaders(ex.req.headers) });
+      if (ex.req.method !== 'POST' || ex.req.url !== '/v1/messages') return send(ex, 404, errorBody('not_found_error', 'Not Found'));
+      const invalid = validate(ex.req.headers, body, options.apiKey);
+      if (invalid) return send(ex, invalid.status, errorBody(invalid.type, invalid.message));
+      await answer(ex, double.next(body.model));
+    },
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
-  });
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}/v1`,
-    requests,
-    aborted,
-    script(model, ...behaviours) {
-      const entry = queues.get(model) ?? { queue: [] };
-      entry.queue.push(...behaviours);
-      queues.set(model, entry);
-    },
-    reset() {
-      queues.clear();
-      requests.length = 0;
-      aborted.length = 0;
-    },
-    close() {
-      closing = true;
-      return new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      });
-    },
-  };
 }

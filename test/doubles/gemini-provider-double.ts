@@ -4,13 +4,12 @@
 // GenerateContentResponse with only the new parts and no [DONE], google.rpc.Status error bodies
 // (429 RESOURCE_EXHAUSTED with RetryInfo, 503 UNAVAILABLE, ...), a JSON error body on the alt=sse URL,
 // and the protobuf-style 400 for any request field the API does not know.
-import http from 'node:http';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { SHARED_FIXTURES_DIR } from './openai-provider-double.js';
+import { flattenHeaders, readJsonBody, startProviderDoubleServer, type ProviderDouble, type ProviderExchange } from './provider-double-server.js';
 
 export const GEMINI_FIXTURES_DIR = path.join(SHARED_FIXTURES_DIR, 'gemini');
 
@@ -40,15 +39,8 @@ export interface GeminiRecordedRequest {
   headers: Record<string, string>;
 }
 
-export interface GeminiProviderDouble {
-  /** `http://127.0.0.1:<port>/v1beta` */
-  url: string;
-  script(model: string, ...behaviours: GeminiBehaviour[]): void;
-  requests: GeminiRecordedRequest[];
-  aborted: string[];
-  reset(): void;
-  close(): Promise<void>;
-}
+/** Its `url` is `http://127.0.0.1:<port>/v1beta`; `aborted` holds the models of abandoned requests. */
+export interface GeminiProviderDouble extends ProviderDouble<GeminiBehaviour, GeminiRecordedRequest, string> {}
 
 const rpcStatuses: Record<number, string> = {
   400: 'INVALID_ARGUMENT',
@@ -82,14 +74,10 @@ function rpcError(status: number, message: string, details?: unknown[]): string 
   return JSON.stringify({ error: { code: status, message, status: rpcStatuses[status] ?? 'UNKNOWN', ...(details ? { details } : {}) } }, null, 2);
 }
 
-interface Exchange {
-  req: http.IncomingMessage;
-  res: http.ServerResponse;
-  model: string;
+interface Exchange extends ProviderExchange {
   sse: boolean;
   stream: boolean;
   body: any;
-  closed: AbortController;
 }
 
 function send(ex: Exchange, status: number, text: string): void {
@@ -239,95 +227,30 @@ async function answer(ex: Exchange, behaviour: GeminiBehaviour): Promise<void> {
   }
 }
 
-function readBody(req: http.IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const parts: Buffer[] = [];
-    req.on('data', (part: Buffer) => parts.push(part));
-    req.on('end', () => resolve(Buffer.concat(parts).toString('utf8')));
-    req.on('error', reject);
-  });
-}
-
 const routePattern = /^\/v1beta\/models\/([^/:]+):(generateContent|streamGenerateContent)$/;
 
 export async function startGeminiProviderDouble(options: { apiKey: string }): Promise<GeminiProviderDouble> {
-  const queues = new Map<string, { queue: GeminiBehaviour[]; last?: GeminiBehaviour }>();
-  const requests: GeminiRecordedRequest[] = [];
-  const aborted: string[] = [];
-  let closing = false;
-
-  // Scripted behaviours are used in order; the last one repeats, and unscripted models answer text.
-  const next = (model: string): GeminiBehaviour => {
-    const entry = queues.get(model);
-    if (!entry) return { kind: 'text' };
-    if (entry.queue.length > 0) entry.last = entry.queue.shift();
-    return entry.last ?? { kind: 'text' };
-  };
-
-  const handle = async (req: http.IncomingMessage, res: http.ServerResponse): Promise<void> => {
-    const url = new URL(req.url ?? '/', 'http://double');
-    const route = routePattern.exec(url.pathname);
-    const ex: Exchange = {
-      req,
-      res,
-      model: route?.[1] ?? '',
-      stream: route?.[2] === 'streamGenerateContent',
-      sse: route?.[2] === 'streamGenerateContent' && url.searchParams.get('alt') === 'sse',
-      body: undefined,
-      closed: new AbortController(),
-    };
-    res.on('close', () => {
-      ex.closed.abort();
-      if (!res.writableEnded && !closing) aborted.push(ex.model);
-    });
-    const raw = await readBody(req);
-    try {
-      ex.body = JSON.parse(raw);
-    } catch {
-      ex.body = undefined;
-    }
-    const headers = Object.fromEntries(Object.entries(req.headers).map(([name, value]) => [name, Array.isArray(value) ? value.join(', ') : String(value)]));
-    requests.push({ model: ex.model, method: ex.stream ? 'streamGenerateContent' : 'generateContent', query: url.search, body: ex.body, headers });
-    if (req.method !== 'POST' || !route) return send(ex, 404, rpcError(404, `models/${ex.model || 'unknown'} is not found for API version v1beta, or is not supported for generateContent.`));
-    const invalid = validate(ex, options.apiKey, url.searchParams.get('key'));
-    if (invalid) return send(ex, invalid.status, rpcError(invalid.status, invalid.message, invalid.details));
-    await answer(ex, next(ex.model));
-  };
-
-  const server = http.createServer((req, res) => {
-    handle(req, res).catch((error: unknown) => {
-      if (res.headersSent) res.destroy();
-      else {
-        res.writeHead(500, { 'content-type': 'application/json' });
-        res.end(rpcError(500, `gemini double failure: ${String(error)}`));
-      }
-    });
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
-  });
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}/v1beta`,
-    requests,
-    aborted,
-    script(model, ...behaviours) {
-      const entry = queues.get(model) ?? { queue: [] };
-      entry.queue.push(...behaviours);
-      queues.set(model, entry);
-    },
-    reset() {
-      queues.clear();
-      requests.length = 0;
-      aborted.length = 0;
-    },
-    close() {
-      closing = true;
-      return new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
+  return startProviderDoubleServer<GeminiBehaviour, GeminiRecordedRequest, string>({
+    basePath: '/v1beta',
+    unscripted: { kind: 'text' },
+    abandoned: (exchange) => exchange.model,
+    failureBody: (error) => rpcError(500, `gemini double failure: ${String(error)}`),
+    async handle(exchange, double) {
+      const url = new URL(exchange.req.url ?? '/', 'http://double');
+      const route = routePattern.exec(url.pathname);
+      const ex: Exchange = Object.assign(exchange, {
+        model: route?.[1] ?? '',
+        stream: route?.[2] === 'streamGenerateContent',
+        sse: route?.[2] === 'streamGenerateContent' && url.searchParams.get('alt') === 'sse',
+        body: undefined as any,
       });
+      ex.body = (await readJsonBody(ex.req)).json;
+      const method = ex.stream ? 'streamGenerateContent' : 'generateContent';
+      double.requests.push({ model: ex.model, method, query: url.search, body: ex.body, headers: flattenHeaders(ex.req.headers) });
+      if (ex.req.method !== 'POST' || !route) return send(ex, 404, rpcError(404, `models/${ex.model || 'unknown'} is not found for API version v1beta, or is not supported for generateContent.`));
+      const invalid = validate(ex, options.apiKey, url.searchParams.get('key'));
+      if (invalid) return send(ex, invalid.status, rpcError(invalid.status, invalid.message, invalid.details));
+      await answer(ex, double.next(ex.model));
     },
-  };
+  });
 }

@@ -1,16 +1,15 @@
 // Wire-faithful test double of an OpenAI-format provider (POST /v1/chat/completions, GET /v1/models),
 // built on node:http. Shapes follow /work/shared/fixtures/openai (FORMATS.md, SOURCES.md).
-import http from 'node:http';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { AddressInfo } from 'node:net';
 import {
   SSE_DONE, baseHeaders, chunk, completionBody, completionId, contentDelta, defaultError, errorBody, estimatePromptTokens,
   maskKey, resetDuration, roleDelta, roughTokens, splitEvenly, splitText, sseData, streamContext, toolCallArgsDelta,
   toolCallId, toolCallStartDelta, unixSeconds, usageChunk, type OpenAiErrorFields, type StreamContext, type TokenCounts,
 } from './openai-provider-responses.js';
+import { flattenHeaders, readJsonBody, startProviderDoubleServer, type ProviderDouble, type ProviderExchange } from './provider-double-server.js';
 
 /** `<root>/shared/fixtures/` for a clone at `<root>/main`. */
 export const SHARED_FIXTURES_DIR = fileURLToPath(new URL('../../../shared/fixtures/', import.meta.url));
@@ -55,24 +54,11 @@ export interface OpenAiProviderDoubleOptions {
   apiKey?: string;
 }
 
-export interface OpenAiProviderDouble {
-  /** `http://127.0.0.1:<port>/v1` */
-  url: string;
-  script(model: string, ...behaviours: ScriptedBehaviour[]): void;
-  requests: RecordedRequest[];
-  aborted: AbortedRequest[];
-  reset(): void;
-  close(): Promise<void>;
-}
+/** Its `url` is `http://127.0.0.1:<port>/v1`. */
+export interface OpenAiProviderDouble extends ProviderDouble<ScriptedBehaviour, RecordedRequest, AbortedRequest> {}
 
-interface Exchange {
-  req: http.IncomingMessage;
-  res: http.ServerResponse;
-  model: string;
+interface Exchange extends ProviderExchange {
   body: any;
-  /** Set when the connection closed (client gone or we destroyed it): stop writing. */
-  closed: AbortController;
-  selfDestroyed: boolean;
 }
 
 interface FixtureData {
@@ -96,21 +82,6 @@ function loadFixture(file: string): FixtureData {
   if (full.endsWith('.chunks.jsonl')) return { kind: 'jsonl', content };
   if (full.endsWith('.response.json')) return { kind: 'json', content };
   throw new Error(`openai double: unsupported fixture type (want .sse, .chunks.jsonl or .response.json): ${full}`);
-}
-
-function flattenHeaders(headers: http.IncomingHttpHeaders): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(headers)) if (v !== undefined) out[k] = Array.isArray(v) ? v.join(', ') : v;
-  return out;
-}
-
-function readBody(req: http.IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const parts: Buffer[] = [];
-    req.on('data', (d: Buffer) => parts.push(d));
-    req.on('end', () => resolve(Buffer.concat(parts).toString('utf8')));
-    req.on('error', reject);
-  });
 }
 
 function sendJson(ex: Exchange, status: number, body: unknown, headers: Record<string, string> = {}): void {
@@ -294,18 +265,7 @@ async function answer(ex: Exchange, b: ScriptedBehaviour, fixtures: Map<Scripted
 }
 
 export async function startOpenAiProviderDouble(options: OpenAiProviderDoubleOptions = {}): Promise<OpenAiProviderDouble> {
-  const queues = new Map<string, { queue: ScriptedBehaviour[]; last?: ScriptedBehaviour }>();
   const fixtures = new Map<ScriptedBehaviour, FixtureData>();
-  const requests: RecordedRequest[] = [];
-  const aborted: AbortedRequest[] = [];
-  let closing = false;
-
-  const nextBehaviour = (model: string): ScriptedBehaviour => {
-    const q = queues.get(model);
-    if (!q) return { kind: 'text' };
-    if (q.queue.length > 0) q.last = q.queue.shift();
-    return q.last ?? { kind: 'text' };
-  };
 
   const authFailure = (ex: Exchange): OpenAiErrorFields | undefined => {
     if (options.apiKey === undefined) return undefined;
@@ -322,85 +282,45 @@ export async function startOpenAiProviderDouble(options: OpenAiProviderDoubleOpt
     };
   };
 
-  const handle = async (req: http.IncomingMessage, res: http.ServerResponse): Promise<void> => {
-    const receivedAt = Date.now();
-    const ex: Exchange = { req, res, model: '', body: {}, closed: new AbortController(), selfDestroyed: false };
-    res.on('close', () => {
-      ex.closed.abort();
-      if (!res.writableEnded && !ex.selfDestroyed && !closing) aborted.push({ model: ex.model, at: Date.now() });
-    });
-    const raw = await readBody(req);
-    let parsed: any;
-    let parseFailed = false;
-    try {
-      parsed = raw === '' ? undefined : JSON.parse(raw);
-    } catch {
-      parseFailed = true;
-    }
-    ex.body = parsed && typeof parsed === 'object' ? parsed : {};
-    ex.model = typeof ex.body.model === 'string' ? ex.body.model : '';
-    requests.push({ model: ex.model, body: parseFailed ? raw : parsed, headers: flattenHeaders(req.headers), receivedAt });
-
-    const route = `${req.method} ${(req.url ?? '/').split('?')[0]}`;
-    const invalid = (message: string, param: string | null = null, code: string | null = null) =>
-      sendError(ex, 400, { message, type: 'invalid_request_error', param, code });
-    if (route !== 'POST /v1/chat/completions' && route !== 'GET /v1/models') {
-      return sendError(ex, 404, { message: `Invalid URL (${route})`, type: 'invalid_request_error', param: null, code: null });
-    }
-    const authError = authFailure(ex);
-    if (authError) return sendError(ex, 401, authError);
-    if (route === 'GET /v1/models') {
-      const ids = queues.size > 0 ? [...queues.keys()] : DEFAULT_MODELS;
-      return sendJson(ex, 200, { object: 'list', data: ids.map((id) => ({ id, object: 'model', created: 1686935002, owned_by: 'system' })) }, baseHeaders());
-    }
-    if (parseFailed || parsed === undefined) {
-      return invalid(
-        "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP library correctly. The OpenAI API expects a JSON payload, but what was sent was not valid JSON. If you have trouble figuring out how to fix this, please contact us through our help center at help.openai.com.)",
-      );
-    }
-    if (!ex.model) return invalid('you must provide a model parameter');
-    if (!Array.isArray(ex.body.messages)) return invalid("Missing required parameter: 'messages'.", 'messages', 'missing_required_parameter');
-    await answer(ex, nextBehaviour(ex.model), fixtures);
-  };
-
-  const server = http.createServer((req, res) => {
-    handle(req, res).catch((err: unknown) => {
-      if (res.headersSent) res.destroy();
-      else {
-        res.writeHead(500, { 'content-type': 'application/json' });
-        res.end(JSON.stringify(errorBody({ message: `openai double failure: ${String(err)}`, type: 'server_error', param: null, code: null })));
-      }
-    });
-  });
-  server.keepAliveTimeout = 30_000;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
-  });
-  const { port } = server.address() as AddressInfo;
-
-  return {
-    url: `http://127.0.0.1:${port}/v1`,
-    requests,
-    aborted,
-    script(model, ...behaviours) {
+  return startProviderDoubleServer<ScriptedBehaviour, RecordedRequest, AbortedRequest>({
+    basePath: '/v1',
+    unscripted: { kind: 'text' },
+    keepAliveTimeout: 30_000,
+    abandoned: (exchange) => ({ model: exchange.model, at: Date.now() }),
+    failureBody: (err) => JSON.stringify(errorBody({ message: `openai double failure: ${String(err)}`, type: 'server_error', param: null, code: null })),
+    onScript(behaviours) {
       for (const b of behaviours) if (b.kind === 'fixture') fixtures.set(b, loadFixture(b.file));
-      const q = queues.get(model) ?? { queue: [] };
-      q.queue.push(...behaviours);
-      queues.set(model, q);
     },
-    reset() {
-      queues.clear();
-      fixtures.clear();
-      requests.length = 0;
-      aborted.length = 0;
+    onReset: () => fixtures.clear(),
+    async handle(exchange, double) {
+      const receivedAt = Date.now();
+      const ex: Exchange = Object.assign(exchange, { body: {} as any });
+      const { raw, json: parsed, malformed: parseFailed } = await readJsonBody(ex.req);
+      ex.body = parsed && typeof parsed === 'object' ? parsed : {};
+      ex.model = typeof ex.body.model === 'string' ? ex.body.model : '';
+      double.requests.push({ model: ex.model, body: parseFailed ? raw : parsed, headers: flattenHeaders(ex.req.headers), receivedAt });
+
+      const route = `${ex.req.method} ${(ex.req.url ?? '/').split('?')[0]}`;
+      const invalid = (message: string, param: string | null = null, code: string | null = null) =>
+        sendError(ex, 400, { message, type: 'invalid_request_error', param, code });
+      if (route !== 'POST /v1/chat/completions' && route !== 'GET /v1/models') {
+        return sendError(ex, 404, { message: `Invalid URL (${route})`, type: 'invalid_request_error', param: null, code: null });
+      }
+      const authError = authFailure(ex);
+      if (authError) return sendError(ex, 401, authError);
+      if (route === 'GET /v1/models') {
+        const scripted = double.scriptedModels();
+        const ids = scripted.length > 0 ? scripted : DEFAULT_MODELS;
+        return sendJson(ex, 200, { object: 'list', data: ids.map((id) => ({ id, object: 'model', created: 1686935002, owned_by: 'system' })) }, baseHeaders());
+      }
+      if (parseFailed || parsed === undefined) {
+        return invalid(
+          "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP library correctly. The OpenAI API expects a JSON payload, but what was sent was not valid JSON. If you have trouble figuring out how to fix this, please contact us through our help center at help.openai.com.)",
+        );
+      }
+      if (!ex.model) return invalid('you must provide a model parameter');
+      if (!Array.isArray(ex.body.messages)) return invalid("Missing required parameter: 'messages'.", 'messages', 'missing_required_parameter');
+      await answer(ex, double.next(ex.model), fixtures);
     },
-    close() {
-      closing = true;
-      return new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      });
-    },
-  };
+  });
 }
