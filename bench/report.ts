@@ -213,7 +213,7 @@ export function renderReport(bench: BenchResults): string {
   const label = (name: string) => bench.targets.find((target) => target.name === name)?.label ?? name;
   const out: string[] = [];
   out.push(`## Run of ${bench.machine.startedAt}`, '');
-  out.push(`- Command: \`${bench.machine.command}\` (rounds: ${bench.options.rounds}, ${bench.options.durationS} s per load run, targets interleaved)`);
+  out.push(`- Command: \`${bench.machine.command}\` (rounds: ${bench.options.rounds}, ${bench.options.quick && bench.options.durationS === 1 ? "1 s per wrk run, 1.5 s per stream run" : `${bench.options.durationS} s per load run`}, targets interleaved)`);
   out.push(`- Machine: ${bench.machine.cpu}, ${bench.machine.memory}, Linux ${bench.machine.kernel}; Node ${bench.machine.node}; ${bench.machine.nginx}; ${bench.machine.wrk}; Portkey ${bench.machine.portkey}; ${bench.machine.redis}`);
   out.push(`- Switchboard commit ${bench.machine.commit}`);
   out.push(`- Load average before / after: ${bench.loadBefore.map((value) => value.toFixed(2)).join(' ')} / ${bench.loadAfter.map((value) => value.toFixed(2)).join(' ')}`);

@@ -29,11 +29,11 @@ import {
 //
 //   --quick              one short round (finishes in under 3 minutes)
 //   --rounds N           rounds of every scenario (default 3)
-//   --duration S         seconds per load run (default 5; --quick: 2)
+//   --duration S         seconds per load run (default 5; --quick: 1 for wrk, 1.5 for streams)
 //   --targets a,b        subset of: direct,nginx,portkey,embedded,scaled-1,scaled-2,scaled-4
 //   --scenarios a,b      subset of: c1,c32,c256,stream-rate-low,stream-rate,stream-c256
-//   --idle N             open idle streams per target for the memory figure (default 4000; --quick 1000; 0 skips)
-//   --idle-big N         idle streams held by the 4-worker scaled-out stack (default 10000; --quick 3000; 0 skips)
+//   --idle N             open idle streams per target for the memory figure (default 4000; --quick 500; 0 skips)
+//   --idle-big N         idle streams held by the 4-worker scaled-out stack (default 10000; --quick 2000; 0 skips)
 //   --stream-rate R      fixed arrival rate of the time-to-first-content runs (default 600/s)
 //   --stream-rate-low R  a second, light arrival rate (default 100/s): time to first content unqueued
 //   --redis-url URL      default redis://127.0.0.1:6379
@@ -70,10 +70,10 @@ function parseOptions(argv: string[]): Options {
   return {
     quick,
     rounds: Number(get('rounds') ?? (quick ? 1 : 3)),
-    durationS: Number(get('duration') ?? (quick ? 2 : 5)),
+    durationS: Number(get('duration') ?? (quick ? 1 : 5)),
     targets: (get('targets') ?? [...targetNames, ...(get('baseline-dir') ? ['embedded-baseline'] : [])].join(',')).split(',').map((name) => name.trim()).filter(Boolean),
-    idle: Number(get('idle') ?? (quick ? 1000 : 4000)),
-    idleBig: Number(get('idle-big') ?? (quick ? 3000 : 10000)),
+    idle: Number(get('idle') ?? (quick ? 500 : 4000)),
+    idleBig: Number(get('idle-big') ?? (quick ? 2000 : 10000)),
     streamRate: Number(get('stream-rate') ?? 600),
     streamRateLow: Number(get('stream-rate-low') ?? 100),
     redisUrl: get('redis-url') ?? 'redis://127.0.0.1:6379',
@@ -226,7 +226,8 @@ function streamArgs(target: Target, body: string): string[] {
 }
 
 async function streamRun(target: Target, mode: string[], seconds: number): Promise<{ result: StreamResult; clientTicks: number }> {
-  const { stdout, clientTicks } = await runClient(node, [...streamArgs(target, bodies.stream), ...mode, '--duration-ms', String(Math.round(seconds * 1000)), '--drain-ms', options.quick ? '6000' : '10000'], process.env, (seconds + 40) * 1000);
+  const ms = options.quick && !process.argv.some((arg) => arg.startsWith('--duration')) ? 1500 : Math.round(seconds * 1000);
+  const { stdout, clientTicks } = await runClient(node, [...streamArgs(target, bodies.stream), ...mode, '--duration-ms', String(ms), '--drain-ms', options.quick ? '6000' : '10000'], process.env, (seconds + 40) * 1000);
   const line = stdout.trim().split('\n').pop()!;
   return { result: JSON.parse(line) as StreamResult, clientTicks };
 }

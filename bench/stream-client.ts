@@ -307,13 +307,13 @@ class ActiveStream {
       this.sawDone = true;
       return;
     }
-    let chunk: { id?: string; object?: string; choices?: Array<{ delta?: { content?: string | null } }>; error?: unknown };
+    let chunk: { id?: string; object?: string; choices?: Array<{ delta?: { content?: string | null } }>; error?: { code?: unknown; message?: unknown } };
     try {
       chunk = JSON.parse(data);
     } catch {
       return this.fail('event is not JSON');
     }
-    if (chunk.error) return this.fail(`error event: ${data.slice(0, 200)}`);
+    if (chunk.error) return this.fail(`error event: ${String(chunk.error.code)}: ${String(chunk.error.message).slice(0, 200)}`);
     if (chunk.object !== 'chat.completion.chunk') return this.fail(`object ${String(chunk.object)}`);
     if (this.id === undefined) this.id = chunk.id;
     else if (chunk.id !== this.id) return this.fail('chunk ids differ within one stream');
