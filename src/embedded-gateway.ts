@@ -5,6 +5,7 @@ import { loadCatalog } from './shared/catalog/catalog-loader.js';
 import type { Catalog } from './shared/catalog/catalog-types.js';
 import { readConfig, resolveAdminToken, type GatewayConfig } from './shared/config.js';
 import { openJoinedParts, openStore, readScaleOutSettings } from './shared/deployment.js';
+import { releaseReservation } from './shared/counters/release-reservation.js';
 import { createLogger } from './shared/logger.js';
 import { prepareTokenCounter } from './shared/token-counter.js';
 import { createCompletionHandler } from './workers/completion-worker.js';
@@ -43,13 +44,8 @@ export async function startEmbeddedGateway(options: EmbeddedOptions = {}): Promi
   await prepareTokenCounter();
   const store = await openStore(config, { schema: readScaleOutSettings(environment).databaseSchema });
   // In-process transport and memory counters; with REDIS_URL, BullMQ + pub/sub and Redis counters.
-  const transport = await openJoinedParts(config, environment, store, logger, async (job) => {
-    // A request cancelled while it waited for a worker gives back its budget and concurrency slot.
-    if (!job.reservationId) return;
-    await counters
-      .settle({ keyId: job.keyId, reservationId: job.reservationId, costNanos: 0, tokens: 0, budgetPeriod: job.budgetPeriod ?? 'none', now: job.enqueuedAt })
-      .catch((error: Error) => logger.error({ err: error, jobId: job.id }, 'could not release the reservation of a dropped job'));
-  });
+  // A request cancelled while it waited for a worker gives back its budget and concurrency slot.
+  const transport = await openJoinedParts(config, environment, store, logger, (job) => releaseReservation(counters, job, logger));
   const { counters } = transport;
   const client = new ProviderClient();
   const dashboard = new Dashboard({ port: dashboardPort(environment), host: config.host, logger });

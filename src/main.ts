@@ -1,4 +1,5 @@
 import { startEmbeddedGateway } from './embedded-gateway.js';
+import { exitOnShutdownSignal } from './shared/shutdown.js';
 
 // `npm start`: the whole gateway in one process.
 const gateway = await startEmbeddedGateway().catch((error: Error) => {
@@ -8,14 +9,4 @@ const gateway = await startEmbeddedGateway().catch((error: Error) => {
 process.stdout.write(`Switchboard listening on ${gateway.url} (uWebSockets.js build ${gateway.ingress.build})\n`);
 process.stdout.write(`Dashboard: ${gateway.dashboardUrl} (sign in with the admin token)\n`);
 
-let stopping = false;
-for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-  process.on(signal, () => {
-    if (stopping) return;
-    stopping = true;
-    gateway.close().then(
-      () => process.exit(0),
-      () => process.exit(1),
-    );
-  });
-}
+exitOnShutdownSignal(undefined, 'gateway', () => gateway.close());

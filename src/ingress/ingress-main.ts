@@ -4,7 +4,8 @@ import { openRedisCounters, openStore, readScaleOutSettings, requireScaleOutServ
 import { createLogger } from '../shared/logger.js';
 import { prepareTokenCounter } from '../shared/token-counter.js';
 import { openRedis, quitQuietly, waitUntilReady } from '../shared/transport/redis-connections.js';
-import { RedisIngressTransport } from '../shared/transport/redis-transport.js';
+import { createRedisIngressTransport } from '../shared/transport/redis-transport-factory.js';
+import { exitOnShutdownSignal } from '../shared/shutdown.js';
 import { Dashboard, dashboardPort } from './dashboard/dashboard.js';
 import { startIngress, type RunningIngress } from './server.js';
 
@@ -32,15 +33,8 @@ async function main(): Promise<void> {
 
   let ingress: RunningIngress | undefined;
   const dashboard = new Dashboard({ port: dashboardPort(environment), host: config.host, logger });
-  const transport = new RedisIngressTransport({
-    redisUrl,
-    prefix: settings.redisPrefix,
-    maxQueued: config.maxQueuedJobs,
-    logger,
-    watchdog: { silenceMs: settings.workerSilenceMs, rerunWaitMs: settings.rerunWaitMs, queueWaitMs: settings.queueWaitMs },
-    // A key changed through any ingress: drop our cached record now (null: we may have missed some).
-    onKeyChange: (publicId) => ingress?.keys.invalidate(publicId ?? undefined),
-  });
+  // A key changed through any ingress: drop our cached record now.
+  const transport = createRedisIngressTransport(redisUrl, settings, config, logger, (publicId) => ingress?.keys.invalidate(publicId));
   ingress = await startIngress({
     port: config.port,
     host: config.host,
@@ -61,30 +55,14 @@ async function main(): Promise<void> {
   process.stdout.write(`Switchboard ingress ${transport.ingressId} listening on http://${host}:${ingress.port} (uWebSockets.js build ${ingress.build})\n`);
   process.stdout.write(`Dashboard: http://${host}:${dashboardOwnPort ?? ingress.port}/dashboard/ (sign in with the admin token)\n`);
 
-  let stopping = false;
-  const stop = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
+  exitOnShutdownSignal(logger, 'ingress', async (signal) => {
     logger.info({ signal }, 'ingress draining');
-    const running = ingress!;
     dashboard.close();
-    running
-      .drain(config.drainDeadlineMs) // stops accepting, waits for open streams, closes the transport
-      .then(async () => {
-        await counters.close();
-        await quitQuietly(countersRedis);
-        await store.close();
-      })
-      .then(
-        () => process.exit(0),
-        (error: Error) => {
-          logger.error({ err: error }, 'ingress shutdown failed');
-          process.exit(1);
-        },
-      );
-  };
-  process.on('SIGTERM', () => stop('SIGTERM'));
-  process.on('SIGINT', () => stop('SIGINT'));
+    await ingress!.drain(config.drainDeadlineMs); // stops accepting, waits for open streams, closes the transport
+    await counters.close();
+    await quitQuietly(countersRedis);
+    await store.close();
+  });
 }
 
 main().catch((error: Error) => {

@@ -136,27 +136,11 @@ export async function openJoinedParts(config: GatewayConfig, environment: NodeJS
   const redisUrl = config.redisUrl;
   const settings = readScaleOutSettings(environment);
   // Loaded only here, so the embedded default does not load BullMQ.
-  const { RedisIngressTransport } = await import('./transport/redis-transport.js');
-  const { RedisWorkerTransport } = await import('./transport/redis-worker-transport.js');
+  const { createRedisIngressTransport, createRedisWorkerTransport } = await import('./transport/redis-transport-factory.js');
   const countersRedis = openRedis(redisUrl, 'fail-fast', 'sb:embedded:counters', logger);
   await waitUntilReady(countersRedis, redisUrl);
-  const ingress = new RedisIngressTransport({
-    redisUrl,
-    prefix: settings.redisPrefix,
-    maxQueued: config.maxQueuedJobs,
-    logger,
-    watchdog: { silenceMs: settings.workerSilenceMs, rerunWaitMs: settings.rerunWaitMs, queueWaitMs: settings.queueWaitMs },
-    onKeyChange: (publicId) => keyListener(publicId ?? undefined),
-  });
-  const worker = new RedisWorkerTransport({
-    redisUrl,
-    prefix: settings.redisPrefix,
-    logger,
-    heartbeatMs: settings.heartbeatMs,
-    lockDurationMs: settings.jobLockMs,
-    stalledIntervalMs: settings.stalledCheckMs,
-    onDropped: (job) => onDropped(job),
-  });
+  const ingress = createRedisIngressTransport(redisUrl, settings, config, logger, (publicId) => keyListener(publicId));
+  const worker = createRedisWorkerTransport(redisUrl, settings, logger, (job) => onDropped(job));
   return {
     counters: openRedisCounters(countersRedis, settings, store),
     ingress,

@@ -4,7 +4,9 @@ import { openRedisCounters, openStore, readScaleOutSettings, requireScaleOutServ
 import { createLogger } from '../shared/logger.js';
 import { prepareTokenCounter } from '../shared/token-counter.js';
 import { openRedis, quitQuietly, waitUntilReady } from '../shared/transport/redis-connections.js';
-import { RedisWorkerTransport } from '../shared/transport/redis-worker-transport.js';
+import { releaseReservation } from '../shared/counters/release-reservation.js';
+import { exitOnShutdownSignal } from '../shared/shutdown.js';
+import { createRedisWorkerTransport } from '../shared/transport/redis-transport-factory.js';
 import { createCompletionHandler } from './completion-worker.js';
 import { ProviderClient } from './provider-client.js';
 
@@ -28,49 +30,22 @@ async function main(): Promise<void> {
   const counters = openRedisCounters(countersRedis, settings, store);
   const client = new ProviderClient();
 
-  const transport = new RedisWorkerTransport({
-    redisUrl,
-    prefix: settings.redisPrefix,
-    logger,
-    heartbeatMs: settings.heartbeatMs,
-    lockDurationMs: settings.jobLockMs,
-    stalledIntervalMs: settings.stalledCheckMs,
-    // A job that is not run still gives back the budget its admission reserved.
-    onDropped: async (job, reason) => {
-      logger.info({ jobId: job.id, reason }, 'job dropped without running');
-      if (!job.reservationId) return;
-      await counters
-        .settle({ keyId: job.keyId, reservationId: job.reservationId, costNanos: 0, tokens: 0, budgetPeriod: job.budgetPeriod ?? 'none', now: job.enqueuedAt })
-        .catch((error: Error) => logger.error({ err: error, jobId: job.id }, 'could not release the reservation of a dropped job'));
-    },
+  const transport = createRedisWorkerTransport(redisUrl, settings, logger, async (job, reason) => {
+    logger.info({ jobId: job.id, reason }, 'job dropped without running');
+    await releaseReservation(counters, job, logger);
   });
   const handler = createCompletionHandler({ catalog, client, store, counters, logger, workerId: transport.workerId });
   await transport.start(handler, { concurrency: config.workerConcurrency });
   process.stdout.write(`Switchboard worker ${transport.workerId} ready (concurrency ${config.workerConcurrency})\n`);
 
-  let stopping = false;
-  const stop = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
+  exitOnShutdownSignal(logger, 'worker', async (signal) => {
     logger.info({ signal, active: transport.active }, 'worker finishing its active jobs');
-    transport
-      .close(config.drainDeadlineMs)
-      .then(async () => {
-        await client.close();
-        await counters.close();
-        await quitQuietly(countersRedis);
-        await store.close();
-      })
-      .then(
-        () => process.exit(0),
-        (error: Error) => {
-          logger.error({ err: error }, 'worker shutdown failed');
-          process.exit(1);
-        },
-      );
-  };
-  process.on('SIGTERM', () => stop('SIGTERM'));
-  process.on('SIGINT', () => stop('SIGINT'));
+    await transport.close(config.drainDeadlineMs);
+    await client.close();
+    await counters.close();
+    await quitQuietly(countersRedis);
+    await store.close();
+  });
 }
 
 main().catch((error: Error) => {

@@ -1,0 +1,45 @@
+import type { Logger } from 'pino';
+import type { GatewayConfig } from '../config.js';
+import type { ScaleOutSettings } from '../deployment.js';
+import type { CompletionJob } from '../job.js';
+import { RedisIngressTransport } from './redis-transport.js';
+import { RedisWorkerTransport } from './redis-worker-transport.js';
+
+// The Redis transports configured from the deployment's settings, in one place for the `web`
+// process, the `worker` process and `npm start` with REDIS_URL. Imported lazily by the embedded
+// default so that it never loads BullMQ.
+
+export function createRedisIngressTransport(
+  redisUrl: string,
+  settings: ScaleOutSettings,
+  config: GatewayConfig,
+  logger: Logger,
+  onKeyChange: (publicId: string | undefined) => void,
+): RedisIngressTransport {
+  return new RedisIngressTransport({
+    redisUrl,
+    prefix: settings.redisPrefix,
+    maxQueued: config.maxQueuedJobs,
+    logger,
+    watchdog: { silenceMs: settings.workerSilenceMs, rerunWaitMs: settings.rerunWaitMs, queueWaitMs: settings.queueWaitMs },
+    // null: changes may have been missed (a reconnect), so every cached record is dropped.
+    onKeyChange: (publicId) => onKeyChange(publicId ?? undefined),
+  });
+}
+
+export function createRedisWorkerTransport(
+  redisUrl: string,
+  settings: ScaleOutSettings,
+  logger: Logger,
+  onDropped: (job: CompletionJob, reason: string) => Promise<void>,
+): RedisWorkerTransport {
+  return new RedisWorkerTransport({
+    redisUrl,
+    prefix: settings.redisPrefix,
+    logger,
+    heartbeatMs: settings.heartbeatMs,
+    lockDurationMs: settings.jobLockMs,
+    stalledIntervalMs: settings.stalledCheckMs,
+    onDropped,
+  });
+}
