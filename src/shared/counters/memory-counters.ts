@@ -51,9 +51,14 @@ export function checkNanos(name: string, value: number): number {
   return value;
 }
 
+// A random process prefix and a counter make ids unique without a system call per request.
+const processTag = randomBytes(6).toString('hex');
+let reservationSequence = 0;
+
 export function newReservationId(requestId: string): string {
   // The request id keeps reservations traceable; the suffix keeps a re-admitted request distinct.
-  return `${requestId}.${randomBytes(6).toString('hex')}`;
+  reservationSequence += 1;
+  return `${requestId}.${processTag}${reservationSequence.toString(36)}`;
 }
 
 const seconds = (ms: number): number => Math.max(0, Math.ceil(ms / 1000));

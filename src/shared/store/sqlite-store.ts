@@ -139,12 +139,21 @@ function migrate(db: Db): void {
   run.immediate();
 }
 
+interface PendingRecord {
+  entry: LedgerEntry;
+  resolve: () => void;
+  reject: (error: unknown) => void;
+}
+
 class SqliteStore implements Store {
   private readonly statements = new Map<string, Database.Statement>();
-  private readonly recordTx: (entry: LedgerEntry) => void;
+  private readonly recordTx: (entries: LedgerEntry[]) => void;
+  private pending: PendingRecord[] = [];
 
   constructor(private readonly db: Db) {
-    this.recordTx = db.transaction((entry: LedgerEntry) => this.recordInTx(entry)).immediate as (entry: LedgerEntry) => void;
+    this.recordTx = db.transaction((entries: LedgerEntry[]) => {
+      for (const entry of entries) this.recordInTx(entry);
+    }).immediate as (entries: LedgerEntry[]) => void;
   }
 
   async migrate(): Promise<void> {
@@ -185,9 +194,35 @@ class SqliteStore implements Store {
     return this.readKey(id);
   }
 
-  async recordUsage(entry: LedgerEntry): Promise<void> {
-    assertNanos(entry.costNanos);
-    this.recordTx(entry);
+  /**
+   * A commit is the largest cost of a request in the embedded default, so records that arrive in
+   * the same event-loop turn share one transaction; each caller's promise still resolves only once
+   * its record is committed.
+   */
+  recordUsage(entry: LedgerEntry): Promise<void> {
+    return new Promise((resolve, reject) => {
+      assertNanos(entry.costNanos);
+      if (this.pending.push({ entry, resolve, reject }) === 1) setImmediate(() => this.flushRecords());
+    });
+  }
+
+  private flushRecords(): void {
+    const batch = this.pending;
+    this.pending = [];
+    try {
+      this.recordTx(batch.map((record) => record.entry));
+      for (const record of batch) record.resolve();
+    } catch {
+      // One bad record must not fail its neighbours: retry each in its own transaction.
+      for (const record of batch) {
+        try {
+          this.recordTx([record.entry]);
+          record.resolve();
+        } catch (error) {
+          record.reject(error);
+        }
+      }
+    }
   }
 
   async spentNanosSince(keyId: string, since: string): Promise<number> {
@@ -214,6 +249,8 @@ class SqliteStore implements Store {
   }
 
   async close(): Promise<void> {
+    // Records waiting for their shared transaction are written before the file closes.
+    if (this.pending.length > 0 && this.db.open) this.flushRecords();
     if (this.db.open) this.db.close();
   }
 
