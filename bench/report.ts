@@ -4,11 +4,9 @@ import { microsPerTick } from './proc-stats.js';
 // from this run alone: added latency and throughput ratios are against the provider measured
 // directly in the same run, interleaved with the others.
 
-export interface RunRecord {
-  round: number;
-  scenario: string;
-  target: string;
-  result: WrkLike | StreamLike;
+/** One load run's result with the CPU ticks of every process involved, over its wall time. */
+export interface Measured<T> {
+  result: T;
   gatewayTicks: number;
   partTicks: Record<string, number>;
   providerTicks: number;
@@ -16,6 +14,12 @@ export interface RunRecord {
   machineBusyTicks: number;
   machineTotalTicks: number;
   wallMs: number;
+}
+
+export interface RunRecord extends Measured<WrkLike | StreamLike> {
+  round: number;
+  scenario: string;
+  target: string;
 }
 
 interface WrkLike {

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { completionText } from './protocol.js';
 import { cpuTicks, machineTicks, microsPerTick, totalCpuTicks, totalRssBytes } from './proc-stats.js';
 import { killAllChildrenNow, repoRoot, sleep, startChild, stopAllChildren, waitForLog } from './processes.js';
-import { renderReport, type RunRecord, type BenchResults, type IdleRecord } from './report.js';
+import { renderReport, type Measured, type RunRecord, type BenchResults, type IdleRecord } from './report.js';
 import {
   directTarget,
   nginxAvailable,
@@ -130,16 +130,6 @@ function runClient(command: string, args: string[], env: NodeJS.ProcessEnv, time
   });
 }
 
-interface Measured<T> {
-  result: T;
-  gatewayTicks: number;
-  partTicks: Record<string, number>;
-  providerTicks: number;
-  clientTicks: number;
-  machineBusyTicks: number;
-  machineTotalTicks: number;
-  wallMs: number;
-}
 
 async function measure<T>(target: Target, providerPid: number, run: () => Promise<{ result: T; clientTicks: number }>): Promise<Measured<T>> {
   const pids = target.pids();

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, beforeEach, describe, it } from 'vitest';
+import { describe, it } from 'vitest';
 import { startIngress, type RunningIngress } from '../src/ingress/server.js';
 import { loadCatalog } from '../src/shared/catalog/catalog-loader.js';
 import { openRedisCounters, readScaleOutSettings } from '../src/shared/deployment.js';
@@ -13,10 +13,8 @@ import { prepareTokenCounter } from '../src/shared/token-counter.js';
 import { InProcessTransport } from '../src/shared/transport/in-process-transport.js';
 import { createCompletionHandler } from '../src/workers/completion-worker.js';
 import { ProviderClient } from '../src/workers/provider-client.js';
-import { startOpenAiProviderDouble } from './doubles/openai-provider-double.js';
 import { describeBudgetPeriods, describeBudgets } from './http/budget-behaviour.js';
 import { useGateway, type GatewayContext } from './http/gateway-context.js';
-import { createKey } from './support/api-client.js';
 import { testAdminToken, testEnvironment, type TestDeployment } from './support/gateway-harness.js';
 import { DATABASE_URL, dropSchema, REDIS_URL, removeRedisPrefix, scaledOutAvailable, scaledOutSkipNotice } from './support/scaled-harness.js';
 
@@ -92,20 +90,7 @@ async function startSharedStateDeployment(openAiUrl: string): Promise<TestDeploy
 }
 
 function useSharedStateGateway(): GatewayContext {
-  const context = {} as GatewayContext;
-  beforeAll(async () => {
-    context.double = await startOpenAiProviderDouble({ apiKey: 'upstream-secret-key' });
-    context.deployment = await startSharedStateDeployment(context.double.url);
-    context.key = await createKey(context.deployment, { name: 'suite key' });
-  }, 60_000);
-  beforeEach(() => {
-    context.double?.reset();
-  });
-  afterAll(async () => {
-    await context.deployment?.close();
-    await context.double?.close();
-  }, 30_000);
-  return context;
+  return useGateway(startSharedStateDeployment);
 }
 
 if (scaledOutAvailable) {

@@ -1,6 +1,7 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { adminCall, CliError, DEFAULT_URL, resolveConnection, type Connection } from './admin-client.js';
 import { count, orDash, table, time, usd, type Column } from './format.js';
+import type { UsageRow } from '../shared/store/store.js';
 
 // `switchboard`: manage keys and read usage of a running gateway through its admin API.
 // A thin HTTP client: every rule (validation, limits) lives in the server, whose errors are
@@ -64,16 +65,6 @@ interface ApiKey {
   last_used_at: string | null;
   status: string;
   key?: string;
-}
-
-interface UsageRow {
-  key_id?: string;
-  model?: string;
-  day?: string;
-  requests: number;
-  prompt_tokens: number;
-  completion_tokens: number;
-  cost_usd: number;
 }
 
 function parse<O extends Options>(args: string[], options: O, positionals: number) {

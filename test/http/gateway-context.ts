@@ -10,12 +10,15 @@ export interface GatewayContext {
   key: CreatedKey;
 }
 
-/** One provider double and one deployment for a whole test file; the double's scripts reset per test. */
-export function useGateway(kind: DeploymentKind, environment: Record<string, string> = {}): GatewayContext {
+/**
+ * One provider double and one deployment for a whole test file; the double's scripts reset per
+ * test. `kind` names a registered deployment, or a function starts one of the test's own.
+ */
+export function useGateway(kind: DeploymentKind | ((providerUrl: string) => Promise<TestDeployment>), environment: Record<string, string> = {}): GatewayContext {
   const context = {} as GatewayContext;
   beforeAll(async () => {
     context.double = await startOpenAiProviderDouble({ apiKey: 'upstream-secret-key' });
-    context.deployment = await startDeployment(kind, { openAiUrl: context.double.url, environment });
+    context.deployment = typeof kind === 'function' ? await kind(context.double.url) : await startDeployment(kind, { openAiUrl: context.double.url, environment });
     context.key = await createKey(context.deployment, { name: 'suite key' });
   }, 60_000);
   beforeEach(() => {
