@@ -1,6 +1,6 @@
-import type { ChatRequest } from './chat-request-schema.js';
 import type { ErrorDescription } from './errors.js';
-import type { CompletionChoice, FinishReason, ToolCallDelta } from './providers/provider-adapter.js';
+import type { InternalRequest } from './internal/request.js';
+import type { CompletionChoice, FinishDetail, FinishReason, ToolCallDelta } from './providers/provider-adapter.js';
 import type { BudgetPeriod } from './store/store.js';
 import type { Usage } from './usage.js';
 
@@ -12,7 +12,7 @@ export interface CompletionJob {
   keyId: string;
   /** Model IDs to try in order: the requested model, then its fallbacks. */
   targets: string[];
-  request: ChatRequest;
+  request: InternalRequest;
   stream: boolean;
   /** A budget reservation to settle when the job ends, if admission made one. */
   reservationId?: string;
@@ -39,7 +39,11 @@ export interface ChoiceDelta {
   toolCalls?: ToolCallDelta[];
   refusal?: string;
   logprobs?: unknown;
+  reasoning?: string;
+  signature?: string;
+  redactedReasoning?: string;
   finishReason?: FinishReason;
+  finishDetail?: FinishDetail;
 }
 
 /**

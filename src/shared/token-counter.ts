@@ -1,4 +1,5 @@
-import type { ChatMessage, ChatRequest } from './chat-request-schema.js';
+import type { ContentPart, InternalMessage } from './internal/parts.js';
+import type { InternalRequest } from './internal/request.js';
 
 // Counts tokens when a provider reports none (and to size budget reservations). o200k_base is
 // OpenAI's current encoding; for other vendors' models it is an estimate, which is why records
@@ -62,20 +63,30 @@ export function countTextTokens(text: string): number {
   return total;
 }
 
-function messageText(message: ChatMessage): string {
-  let text = message.role;
-  const content = message.content;
-  if (typeof content === 'string') text += content;
-  else if (Array.isArray(content)) {
-    for (const part of content) if (typeof (part as { text?: unknown }).text === 'string') text += (part as { text: string }).text;
+function partText(part: ContentPart): string {
+  switch (part.type) {
+    case 'text':
+    case 'reasoning':
+    case 'refusal':
+      return part.text;
+    case 'tool_call':
+      return part.name + part.arguments;
+    case 'tool_result':
+      return typeof part.content === 'string' ? part.content : part.content.map(partText).join('');
+    case 'opaque':
+      return JSON.stringify(part.value);
+    default:
+      return '';
   }
-  if (message.role === 'assistant' && message.tool_calls) {
-    for (const call of message.tool_calls) text += call.function.name + call.function.arguments;
-  }
+}
+
+function messageText(message: InternalMessage): string {
+  let text: string = message.role;
+  for (const part of message.content) text += partText(part);
   return text;
 }
 
-export function countPromptTokens(request: ChatRequest): number {
+export function countPromptTokens(request: InternalRequest): number {
   let total = tokensPerReply;
   for (const message of request.messages) total += tokensPerMessage + countTextTokens(messageText(message));
   if (request.tools) total += countTextTokens(JSON.stringify(request.tools));

@@ -1,4 +1,4 @@
-import { choiceCount, type ChatRequest } from '../shared/chat-request-schema.js';
+import type { InternalRequest } from '../shared/internal/request.js';
 import type { ProviderAdapter } from '../shared/providers/provider-adapter.js';
 import { countPromptTokens, countTextTokens } from '../shared/token-counter.js';
 import { makeUsage, type Usage } from '../shared/usage.js';
@@ -13,13 +13,13 @@ import { runAttempt, type AttemptInput, type AttemptResult } from './target-atte
 //     error chunk, again stopping the others;
 //   - usage is the sum over the calls, since each one was billed by the provider.
 
-export function needsFanOut(request: ChatRequest, adapter: ProviderAdapter): boolean {
-  return choiceCount(request) > 1 && !adapter.supportsMultipleChoices;
+export function needsFanOut(request: InternalRequest, adapter: ProviderAdapter): boolean {
+  return request.n > 1 && !adapter.supportsMultipleChoices;
 }
 
 export async function runFanOut(input: AttemptInput): Promise<AttemptResult> {
-  const count = choiceCount(input.request);
-  const { n: _n, ...single } = input.request;
+  const count = input.request.n;
+  const single: InternalRequest = { ...input.request, n: 1 };
   const parent = input.signal ?? input.control.signal;
   const calls = new AbortController();
   const stopCalls = () => calls.abort();
@@ -63,7 +63,7 @@ export async function runFanOut(input: AttemptInput): Promise<AttemptResult> {
  * counted with the tokenizer, so the total is complete and marked estimated; a call that failed
  * without producing anything is not counted.
  */
-function totalUsage(request: ChatRequest, results: AttemptResult[]): Usage {
+function totalUsage(request: InternalRequest, results: AttemptResult[]): Usage {
   let prompt = 0;
   let completion = 0;
   let estimated = false;

@@ -1,6 +1,6 @@
 import type { ModelDeployment, ModelEntry, ProviderConfig } from '../shared/catalog/catalog-types.js';
-import type { ChatRequest } from '../shared/chat-request-schema.js';
 import { GatewayError } from '../shared/errors.js';
+import type { InternalRequest } from '../shared/internal/request.js';
 import type { AdapterContext, CompletionChoice, ProviderAdapter, UpstreamFailure } from '../shared/providers/provider-adapter.js';
 import type { JobControl } from '../shared/transport/transport.js';
 import type { Usage } from '../shared/usage.js';
@@ -11,7 +11,7 @@ import { jobStreamSink, relayStream, type RelayState, type StreamSink } from './
 // stream-relay.ts); a non-streaming answer is parsed whole.
 
 export interface AttemptInput {
-  request: ChatRequest;
+  request: InternalRequest;
   stream: boolean;
   model: ModelEntry;
   deployment: ModelDeployment;
@@ -77,8 +77,10 @@ class AttemptSignal {
 export function choicesText(choices: CompletionChoice[]): string {
   let text = '';
   for (const choice of choices) {
-    text += choice.message.content ?? '';
-    for (const call of choice.message.tool_calls ?? []) text += call.function.name + call.function.arguments;
+    for (const part of choice.parts) {
+      if (part.type === 'text' || part.type === 'reasoning' || part.type === 'refusal') text += part.text;
+      else if (part.type === 'tool_call') text += part.name + part.arguments;
+    }
   }
   return text;
 }

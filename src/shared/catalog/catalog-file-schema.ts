@@ -59,6 +59,10 @@ const model = z
     owned_by: z.string().optional(),
     created: z.number().int().nonnegative().optional(),
     pricing,
+    /** Other names clients may use for this model on every surface (for example a provider's own model names). */
+    aliases: z.array(z.string().min(1).max(256)).optional(),
+    /** Fallbacks used when a request names none. */
+    fallbacks: z.array(z.string().min(1)).max(5).optional(),
   })
   .strict()
   .superRefine((entry, context) => {

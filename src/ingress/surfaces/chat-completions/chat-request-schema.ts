@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { GatewayError } from './errors.js';
+import { GatewayError } from '../../../shared/errors.js';
 
 export const limits = {
   maxFallbacks: 5,

@@ -1,0 +1,18 @@
+import { findModel, type Catalog, type ModelEntry } from '../../shared/catalog/catalog-types.js';
+import { GatewayError } from '../../shared/errors.js';
+import type { InternalRequest } from '../../shared/internal/request.js';
+
+/**
+ * The chain of models a request may use: the named model (by id or alias), then the request's own
+ * fallbacks, or the model's catalog fallbacks when it names none.
+ */
+export function resolveTargets(catalog: Catalog, request: InternalRequest): ModelEntry[] {
+  const find = (name: string, param: string): ModelEntry => {
+    const model = findModel(catalog, name);
+    if (!model) throw new GatewayError('model_not_found', `The model \`${name}\` does not exist. GET /v1/models lists the models this gateway serves.`, { param });
+    return model;
+  };
+  const primary = find(request.model, 'model');
+  const fallbacks = request.fallbacks ? request.fallbacks.map((name, position) => find(name, `fallbacks[${position}]`)) : primary.fallbacks.map((id) => find(id, 'model'));
+  return [primary, ...fallbacks];
+}
