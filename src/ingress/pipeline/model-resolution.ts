@@ -9,6 +9,8 @@ import type { InternalRequest } from '../../shared/internal/request.js';
 export function resolveTargets(catalog: Catalog, request: InternalRequest): ModelEntry[] {
   const find = (name: string, param: string): ModelEntry => {
     const model = findModel(catalog, name);
+    // A name that is neither a catalog id nor an alias is most likely a provider's own model name.
+    if (!model && !name.startsWith('svc/')) throw new GatewayError('invalid_value', `Invalid value for '${param}': Model IDs look like svc/<model name>, or one of the catalog's aliases; GET /v1/models lists them.`, { param });
     if (!model) throw new GatewayError('model_not_found', `The model \`${name}\` does not exist. GET /v1/models lists the models this gateway serves.`, { param });
     return model;
   };
