@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { providerApis } from './catalog-types.js';
 
 // The operator's catalog file (YAML or JSON), in the documented snake_case shape.
 
@@ -18,7 +19,7 @@ const cooldownFields = {
 
 const provider = z
   .object({
-    api: z.enum(['openai', 'azure', 'anthropic', 'gemini']),
+    api: z.enum(providerApis),
     base_url: z.string().url(),
     api_key: z.string().optional(),
     api_version: z.string().optional(),

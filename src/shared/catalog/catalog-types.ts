@@ -1,4 +1,6 @@
-export type ProviderApi = 'openai' | 'azure' | 'anthropic' | 'gemini';
+/** The wire formats a provider may speak; the catalog file's `api` field takes exactly these. */
+export const providerApis = ['openai', 'azure', 'anthropic', 'gemini'] as const;
+export type ProviderApi = (typeof providerApis)[number];
 
 export interface ProviderTimeouts {
   connectMs: number;
