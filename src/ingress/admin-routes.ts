@@ -4,8 +4,9 @@ import type { Logger } from 'pino';
 import { z } from 'zod';
 import type { Counters } from '../shared/counters/counters.js';
 import { GatewayError } from '../shared/errors.js';
-import { generateApiKey, tokensEqual } from '../shared/keys/api-key.js';
+import { generateApiKey } from '../shared/keys/api-key.js';
 import type { KeyPatch, KeyRecord, NewKey, Store, UsageFilter } from '../shared/store/store.js';
+import { AdminTokenGuard, clientAddress } from './admin-token-guard.js';
 import { parseJsonBody, readBody } from './body-reader.js';
 import { replyError, replyJson, type ReplyState } from './http-reply.js';
 import type { KeyDirectory } from './key-directory.js';
@@ -20,6 +21,13 @@ export interface AdminDependencies {
   logger: Logger;
   /** Tells other ingress instances that a key changed (scaled out); a no-op in one process. */
   announceKeyChange?: (publicId: string) => void | Promise<void>;
+  /** Made on first use by adminTokenGuard(), so the bearer API and the dashboard share one. */
+  tokenGuard?: AdminTokenGuard;
+}
+
+/** The process's one guard of the admin token (backoff per client address). */
+export function adminTokenGuard(dependencies: AdminDependencies): AdminTokenGuard {
+  return (dependencies.tokenGuard ??= new AdminTokenGuard(dependencies.adminToken));
 }
 
 const nullablePositiveInt = z.number().int().min(1).nullable();
@@ -88,9 +96,11 @@ export interface AdminRoute {
 }
 
 export function registerAdminRoutes(app: TemplatedApp, dependencies: AdminDependencies, maxBodyBytes: number): void {
+  const guard = adminTokenGuard(dependencies);
   for (const { method, path, action, withBody } of adminRoutes(dependencies)) {
     app[method](`/admin/v1${path}`, (res: HttpResponse, req: HttpRequest) => {
       const authorization = req.getHeader('authorization');
+      const client = clientAddress(res);
       const parameter = path.includes(':') ? decodeURIComponent(req.getParameter(0) ?? '') : '';
       const query = req.getQuery() ?? '';
       const state: ReplyState = { aborted: false, done: false, requestId: randomUUID() };
@@ -100,8 +110,7 @@ export function registerAdminRoutes(app: TemplatedApp, dependencies: AdminDepend
       const run = async () => {
         const body = withBody ? await readBody(res, maxBodyBytes, state) : undefined;
         if (withBody && body === undefined) return;
-        const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
-        if (!match || !tokensEqual(match[1]!, dependencies.adminToken)) throw new GatewayError('invalid_admin_token', 'Incorrect admin token.');
+        guard.checkBearer(client, authorization);
         const [status, result] = await action({ res, state, parameter, query, body: body ? parseJsonBody(body) : undefined });
         replyJson(res, state, status, JSON.stringify(result));
       };

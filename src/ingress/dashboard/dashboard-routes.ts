@@ -1,14 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
-import { tokensEqual } from '../../shared/keys/api-key.js';
-import { adminRoutes, type AdminRoute } from '../admin-routes.js';
+import type { AdminTokenGuard } from '../admin-token-guard.js';
+import { adminRoutes, adminTokenGuard, type AdminRoute } from '../admin-routes.js';
 import { parseJsonBody, readBody } from '../body-reader.js';
 import { replyJson, type ReplyState } from '../http-reply.js';
 import { modelsListBody } from '../models-route.js';
 import type { IngressContext } from '../server.js';
 import { DashboardError, notFound, replyAsset, replyFailure, replyRedirect, securityHeaders, snapshot, type RequestSnapshot } from './dashboard-http.js';
 import { readCookie, sessionCookie, sessionCookieName, SessionSigner, type Session } from './session.js';
-import { SignInThrottle } from './sign-in-throttle.js';
 import { loadAssets, type AssetTable } from './static-assets.js';
 
 // The dashboard's routes: the page and its files, sign-in/sign-out, and JSON endpoints under
@@ -19,7 +18,8 @@ import { loadAssets, type AssetTable } from './static-assets.js';
 export interface DashboardServices {
   context: IngressContext;
   signer: SessionSigner;
-  throttle: SignInThrottle;
+  /** Shared with the bearer admin API: guesses through either count against one backoff. */
+  guard: AdminTokenGuard;
   assets: AssetTable;
   actions: AdminRoute[];
   modelsBody: string;
@@ -29,7 +29,7 @@ export function createDashboardServices(context: IngressContext): DashboardServi
   return {
     context,
     signer: new SessionSigner(context.admin.adminToken),
-    throttle: new SignInThrottle(),
+    guard: adminTokenGuard(context.admin),
     assets: loadAssets(),
     actions: adminRoutes(context.admin),
     modelsBody: modelsListBody(context.catalog),
@@ -53,7 +53,7 @@ interface ApiCall {
 type ApiHandler = (call: ApiCall) => Promise<[number, unknown, Array<[string, string]>?]>;
 
 export function registerDashboardRoutes(app: TemplatedApp, services: DashboardServices): void {
-  const { signer, throttle, assets, context } = services;
+  const { signer, guard, assets, context } = services;
   const logger = context.admin.logger;
 
   function requireSession(request: RequestSnapshot): Session {
@@ -88,18 +88,15 @@ export function registerDashboardRoutes(app: TemplatedApp, services: DashboardSe
   }
 
   api('post', '/dashboard/api/session', 'sign-in', true, async ({ request, body }) => {
-    const waitMs = throttle.waitMs(request.client);
-    if (waitMs > 0) {
-      const seconds = Math.ceil(waitMs / 1000);
+    const seconds = guard.waitSeconds(request.client);
+    if (seconds > 0) {
       throw new DashboardError(429, 'too_many_attempts', `Too many failed sign-ins; try again in ${seconds} s.`, [['retry-after', String(seconds)]]);
     }
     const token = body && typeof body === 'object' && typeof (body as { token?: unknown }).token === 'string' ? (body as { token: string }).token : '';
-    if (!token || !tokensEqual(token, context.admin.adminToken)) {
-      throttle.failed(request.client);
+    if (!guard.verify(request.client, token)) {
       logger.warn({ client: request.client }, 'dashboard sign-in refused');
       throw new DashboardError(401, 'sign_in_failed', 'Sign-in failed.');
     }
-    throttle.succeeded(request.client);
     const issued = signer.issue();
     logger.info({ client: request.client }, 'dashboard sign-in');
     return [200, sessionBody(issued), [['set-cookie', sessionCookie(issued.cookieValue, signer.ttlMs / 1000, request.secure)]]];
