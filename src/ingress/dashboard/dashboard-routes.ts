@@ -7,7 +7,7 @@ import { replyJson, type ReplyState } from '../http-reply.js';
 import { modelsListBody } from '../models-route.js';
 import type { IngressContext } from '../server.js';
 import { DashboardError, notFound, replyAsset, replyFailure, replyRedirect, securityHeaders, snapshot, type RequestSnapshot } from './dashboard-http.js';
-import { readCookie, sessionCookie, sessionCookieName, SessionSigner, type Session } from './session.js';
+import { DashboardSessions, readCookie, sessionCookie, sessionCookieName, SessionSigner, type Session } from './session.js';
 import { loadAssets, type AssetTable } from './static-assets.js';
 
 // The dashboard's routes: the page and its files, sign-in/sign-out, and JSON endpoints under
@@ -18,6 +18,7 @@ import { loadAssets, type AssetTable } from './static-assets.js';
 export interface DashboardServices {
   context: IngressContext;
   signer: SessionSigner;
+  sessions: DashboardSessions;
   /** Shared with the bearer admin API: guesses through either count against one backoff. */
   guard: AdminTokenGuard;
   assets: AssetTable;
@@ -26,9 +27,11 @@ export interface DashboardServices {
 }
 
 export function createDashboardServices(context: IngressContext): DashboardServices {
+  const signer = new SessionSigner(context.admin.adminToken);
   return {
     context,
-    signer: new SessionSigner(context.admin.adminToken),
+    signer,
+    sessions: new DashboardSessions(signer, context.admin.store),
     guard: adminTokenGuard(context.admin),
     assets: loadAssets(),
     actions: adminRoutes(context.admin),
@@ -53,11 +56,11 @@ interface ApiCall {
 type ApiHandler = (call: ApiCall) => Promise<[number, unknown, Array<[string, string]>?]>;
 
 export function registerDashboardRoutes(app: TemplatedApp, services: DashboardServices): void {
-  const { signer, guard, assets, context } = services;
+  const { signer, sessions, guard, assets, context } = services;
   const logger = context.admin.logger;
 
-  function requireSession(request: RequestSnapshot): Session {
-    const session = signer.verify(readCookie(request.cookie, sessionCookieName));
+  async function requireSession(request: RequestSnapshot): Promise<Session> {
+    const session = await sessions.verify(readCookie(request.cookie, sessionCookieName));
     if (!session) throw new DashboardError(401, 'session_required', 'Sign in to the dashboard first; the session is missing or has expired.');
     return session;
   }
@@ -78,7 +81,7 @@ export function registerDashboardRoutes(app: TemplatedApp, services: DashboardSe
       const run = async () => {
         const raw = withBody ? await readBody(res, context.maxBodyBytes, state) : undefined;
         if (withBody && raw === undefined) return;
-        const session = access === 'probe' ? signer.verify(readCookie(request.cookie, sessionCookieName)) : access === 'sign-in' ? undefined : requireSession(request);
+        const session = access === 'probe' ? await sessions.verify(readCookie(request.cookie, sessionCookieName)) : access === 'sign-in' ? undefined : await requireSession(request);
         if (access === 'change' || access === 'sign-in') refuseForgery(request, session, withBody);
         const [status, result, headers] = await handler({ res, state, request, session, body: raw ? parseJsonBody(raw) : undefined });
         replyJson(res, state, status, typeof result === 'string' ? result : JSON.stringify(result), headers);
@@ -104,7 +107,7 @@ export function registerDashboardRoutes(app: TemplatedApp, services: DashboardSe
   // Answers 200 either way, so that a signed-out page load logs no failed request in the browser.
   api('get', '/dashboard/api/session', 'probe', false, async ({ session }) => [200, session ? sessionBody({ ...session, csrfToken: signer.csrfToken(session.id) }) : { signed_in: false }]);
   api('del', '/dashboard/api/session', 'change', false, async ({ request, session }) => {
-    signer.end(session!);
+    await sessions.end(session!);
     return [200, { signed_in: false }, [['set-cookie', sessionCookie('', 0, request.secure)]]];
   });
 
