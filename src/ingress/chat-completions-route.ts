@@ -7,6 +7,7 @@ import type { Counters } from '../shared/counters/counters.js';
 import { errorFromDescription, GatewayError } from '../shared/errors.js';
 import type { CompletionJob, JobEvent } from '../shared/job.js';
 import type { IngressTransport } from '../shared/transport/transport.js';
+import { checkProviderCallLimit } from '../shared/providers/provider-call-limit.js';
 import { admitRequest } from './admission.js';
 import { authenticate } from './authenticate.js';
 import { parseJsonBody, readBody } from './body-reader.js';
@@ -52,6 +53,7 @@ export function createChatCompletionsHandler(dependencies: ChatRouteDependencies
     const key = await authenticate(keys, authorization);
     const request = parseChatRequest(parseJsonBody(body));
     const targets = resolveTargets(catalog, request);
+    checkProviderCallLimit(request, targets, catalog);
     const admitted = await admitRequest(counters, key, request, targets, state.requestId);
     state.extraHeaders = admitted.headers;
     if (state.aborted) {

@@ -194,10 +194,22 @@ export function parseChatRequest(body: unknown): ChatRequest {
       throw new GatewayError('invalid_value', `tool_choice names the function '${name}', which is not in tools.`, { param: 'tool_choice' });
     }
   }
+  refuseRepeatedFallbacks(request);
   if (request.stream_options && !request.stream) {
     throw new GatewayError('invalid_value', 'stream_options is only allowed when stream is true.', { param: 'stream_options' });
   }
   return request;
+}
+
+/** A fallback that repeats the model or an earlier fallback only multiplies provider calls. */
+function refuseRepeatedFallbacks(request: ChatRequest): void {
+  const seen = new Set([request.model]);
+  request.fallbacks?.forEach((id, index) => {
+    if (seen.has(id)) {
+      throw new GatewayError('invalid_value', `Invalid value for 'fallbacks[${index}]': ${id} is already ${id === request.model ? 'the model' : 'an earlier fallback'}; each model may appear once.`, { param: `fallbacks[${index}]` });
+    }
+    seen.add(id);
+  });
 }
 
 export function choiceCount(request: ChatRequest): number {

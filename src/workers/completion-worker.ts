@@ -43,7 +43,7 @@ export function createCompletionHandler(dependencies: CompletionWorkerDependenci
     control.publish({ type: 'accepted', worker: workerId });
     let outcome: ChainOutcome;
     try {
-      outcome = await runFallbackChain(job, control, catalog, client, { health });
+      outcome = await runFallbackChain(job, control, catalog, client, { health, logger });
     } catch (error) {
       logger.error({ err: error, jobId: job.id }, 'completion job crashed');
       outcome = { attempts: [], error: undefined };
