@@ -127,7 +127,7 @@ function totalUsage(request: ChatRequest, results: AttemptResult[]): Usage {
   let reasoning = 0;
   for (const result of results) {
     if (!result.usage && !result.ok && result.completionText === '') continue;
-    const usage = result.usage ?? makeUsage(countPromptTokens(request), countTextTokens(result.completionText), true);
+    const usage = result.usage ?? makeUsage(countPromptTokens(request, 'estimate'), countTextTokens(result.completionText), true);
     prompt += usage.prompt_tokens;
     completion += usage.completion_tokens;
     estimated ||= usage.estimated === true;

@@ -26,7 +26,7 @@ function usageOf(job: CompletionJob, outcome: ChainOutcome): Usage {
   const reported = outcome.result?.usage;
   if (reported) return reported;
   const completionText = outcome.result?.completionText ?? '';
-  return makeUsage(countPromptTokens(job.request), countTextTokens(completionText), true);
+  return makeUsage(countPromptTokens(job.request, 'estimate'), countTextTokens(completionText), true);
 }
 
 function ledgerStatus(outcome: ChainOutcome, cancelled: boolean): number {
