@@ -10,8 +10,10 @@ import { testCatalogYaml, type TestCatalogOptions } from './test-catalog.js';
 
 export interface ExtraModel {
   id: string;
-  provider: string;
-  upstreamModel: string;
+  /** One deployment, or `deployments` for several. */
+  provider?: string;
+  upstreamModel?: string;
+  deployments?: Array<{ provider: string; upstreamModel: string }>;
   prices?: [number, number];
 }
 
@@ -34,8 +36,9 @@ export function extendedCatalogFile(options: TestCatalogOptions, providers: Extr
   ]);
   const modelLines = models.flatMap((model) => [
     `  - id: ${model.id}`,
-    `    provider: ${model.provider}`,
-    `    upstream_model: ${JSON.stringify(model.upstreamModel)}`,
+    ...(model.deployments
+      ? ['    deployments:', ...model.deployments.map((entry) => `      - { provider: ${entry.provider}, upstream_model: ${JSON.stringify(entry.upstreamModel)} }`)]
+      : [`    provider: ${model.provider}`, `    upstream_model: ${JSON.stringify(model.upstreamModel)}`]),
     '    context_length: 32768',
     '    max_output_tokens: 1000',
     `    pricing: { prompt_usd_per_million: ${model.prices?.[0] ?? 1}, completion_usd_per_million: ${model.prices?.[1] ?? 2} }`,
