@@ -126,6 +126,11 @@ describe("the gateway's own failures", () => {
       // An error of ours (a 500 here; a gateway that limits JSON depth answers 400 before the worker).
       expect(body.error.code).not.toMatch(/^upstream_/);
       expect([400, 500]).toContain(response.status);
+      if (response.status === 500) {
+        expect(body.error.code).toBe('internal_error');
+        const entry = await latestEntry();
+        expect(entry.attempts.map((attempt: any) => [attempt.deployment, attempt.outcome])).toEqual([['lb-east/primary-east', 'internal']]);
+      }
     }
     expect(openAi.requests).toHaveLength(0);
     // Had the three counted as connection failures, both deployments of svc/primary would now be

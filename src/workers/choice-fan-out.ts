@@ -1,7 +1,6 @@
 import { choiceCount, type ChatRequest } from '../shared/chat-request-schema.js';
 import type { ChoiceDelta } from '../shared/job.js';
 import type { ProviderAdapter } from '../shared/providers/provider-adapter.js';
-import { callsPerTry } from '../shared/providers/provider-call-limit.js';
 import { countPromptTokens, countTextTokens } from '../shared/token-counter.js';
 import { makeUsage, type Usage } from '../shared/usage.js';
 import type { ProviderCallBudget } from './provider-call-budget.js';
@@ -37,7 +36,7 @@ export async function runChoices(input: AttemptInput, budget: ProviderCallBudget
   const present = input.stream ? finished : new Set((first.choices ?? []).map((choice) => choice.index));
   const missing = range(0, count).filter((index) => !present.has(index));
   if (missing.length === 0) return first;
-  if (!budget.take(missing.length * callsPerTry({ ...input.request, n: 1 }, input.adapter))) {
+  if (!budget.take(missing.length)) {
     // No calls left to fill them in: the choices that came are the answer, and every opened one ends.
     if (input.stream) sink.publish(missing.map((index): ChoiceDelta => ({ index, finishReason: 'stop' })));
     return first;
