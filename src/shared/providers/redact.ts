@@ -17,8 +17,11 @@ const secretPatterns: RegExp[] = [
 /** `api_key=...`, `"x-api-key": "..."`, `?key=...`: the name stays, the value goes. */
 const namedSecret = /\b((?:x-)?api[-_]?key|access[-_]?token|secret|password|key|token|authorization)(["']?\s*[:=]\s*["']?)([^\s"'&,;}]+)/gi;
 
-/** A long run of letters and digits mixing both reads as a key or token, whatever its prefix. */
-const opaqueToken = /\b(?=[A-Za-z0-9_-]*\d)(?=[A-Za-z0-9_-]*[A-Za-z])[A-Za-z0-9_-]{32,}\b/g;
+/**
+ * A long run of letters and digits mixing both reads as a key or token, whatever its prefix. Runs
+ * with hyphens must be longer, so model names such as claude-3-5-sonnet-20241022 stay readable.
+ */
+const opaqueTokens = [/\b(?=\w*\d)(?=\w*[A-Za-z])\w{32,}\b/g, /\b(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[\w-]{48,}\b/g];
 
 export const redactedMark = '[redacted]';
 
@@ -34,7 +37,8 @@ export function redactSecrets(text: string, knownSecrets: ReadonlyArray<string |
   }
   for (const pattern of secretPatterns) result = result.replace(pattern, redactedMark);
   result = result.replace(namedSecret, (_match, name: string, separator: string) => `${name}${separator}${redactedMark}`);
-  return result.replace(opaqueToken, redactedMark);
+  for (const pattern of opaqueTokens) result = result.replace(pattern, redactedMark);
+  return result;
 }
 
 /** Whitespace folded and the length capped, so one error cannot flood a message, log line or ledger row. */
