@@ -4,7 +4,7 @@ import { chatToInternal } from '../../src/ingress/surfaces/chat-completions/chat
 import { costNanos } from '../../src/shared/pricing.js';
 import { countPromptTokens, countTextTokens, prepareTokenCounter } from '../../src/shared/token-counter.js';
 import { parseSseText } from '../doubles/sse.js';
-import { adminRequest, chat, createKey, hello } from '../support/api-client.js';
+import { adminRequest, chat, createKey, hello, ledgerView } from '../support/api-client.js';
 import { testPrices } from '../support/test-catalog.js';
 import type { GatewayContext } from './gateway-context.js';
 
@@ -52,7 +52,7 @@ async function ledgerOf(context: GatewayContext, keyId: string, count: number): 
     const { status, body } = await adminRequest(context.deployment, 'GET', `/admin/v1/requests?key_id=${keyId}&limit=1000`);
     expect(status).toBe(200);
     expect(body.data).toHaveLength(count);
-    return body.data;
+    return body.data.map(ledgerView);
   }, 5000);
 }
 

@@ -15,6 +15,16 @@ export function resolveTargets(catalog: Catalog, request: InternalRequest): Mode
     return model;
   };
   const primary = find(request.model, 'model');
-  const fallbacks = request.fallbacks ? request.fallbacks.map((name, position) => find(name, `fallbacks[${position}]`)) : primary.fallbacks.map((id) => find(id, 'model'));
-  return [primary, ...fallbacks];
+  if (!request.fallbacks) return [primary, ...primary.fallbacks.map((id) => find(id, 'model'))];
+  // A fallback that repeats the model or an earlier fallback (by id or alias) only multiplies provider calls.
+  const chain = [primary];
+  request.fallbacks.forEach((name, index) => {
+    const model = find(name, `fallbacks[${index}]`);
+    if (chain.includes(model)) {
+      const what = model === primary ? 'the model' : 'an earlier fallback';
+      throw new GatewayError('invalid_value', `Invalid value for 'fallbacks[${index}]': ${name} is already ${what}; each model may appear once.`, { param: `fallbacks[${index}]` });
+    }
+    chain.push(model);
+  });
+  return chain;
 }

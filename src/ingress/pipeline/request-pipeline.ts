@@ -5,6 +5,7 @@ import type { Catalog } from '../../shared/catalog/catalog-types.js';
 import type { Counters } from '../../shared/counters/counters.js';
 import { errorFromDescription, GatewayError } from '../../shared/errors.js';
 import type { CompletionJob } from '../../shared/job.js';
+import { checkProviderCallLimit } from '../../shared/providers/provider-call-limit.js';
 import type { IngressTransport } from '../../shared/transport/transport.js';
 import { admitRequest } from '../admission.js';
 import { authenticate } from '../authenticate.js';
@@ -61,6 +62,7 @@ export function createSurfaceHandler(surface: Surface, dependencies: PipelineDep
     const key = await authenticate(keys, copied.credential);
     const request = surface.parse(parseJsonBody(body), copied.headers);
     const targets = resolveTargets(catalog, request);
+    checkProviderCallLimit(request, targets, catalog);
     const admitted = await admitRequest(counters, key, request, targets, state.requestId);
     state.extraHeaders = admitted.headers;
     const release = () => counters.settle({ keyId: key.id, reservationId: admitted.reservationId, costNanos: 0, tokens: 0, budgetPeriod: key.budgetPeriod, now: Date.now() });

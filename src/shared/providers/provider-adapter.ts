@@ -95,14 +95,19 @@ export interface StreamTranslator {
 
 /**
  * What went wrong upstream, classified so the fallback chain can decide: rate_limit, overloaded,
- * server_error, timeout and connection move on to the next target; the others do not.
+ * server_error, timeout and connection move on to the next target; the others do not. `internal` is
+ * the gateway's own failure (building the request, an exception of ours): it never counts against a
+ * deployment and never falls back.
  */
-export type FailureKind = 'rate_limit' | 'overloaded' | 'server_error' | 'timeout' | 'connection' | 'bad_request' | 'auth' | 'not_found' | 'cancelled';
+export type FailureKind = 'rate_limit' | 'overloaded' | 'server_error' | 'timeout' | 'connection' | 'bad_request' | 'auth' | 'not_found' | 'cancelled' | 'internal';
 
 export interface UpstreamFailure {
   kind: FailureKind;
   status?: number;
+  /** Safe for clients: ours, or a provider's 400 text redacted and capped (see failure-messages.ts). */
   message: string;
+  /** The provider's own text, redacted and truncated, for the ledger and logs only. */
+  detail?: string;
   retryAfterSeconds?: number;
 }
 

@@ -174,5 +174,5 @@ export function buildGeminiRequest(request: InternalRequest, context: AdapterCon
   if (context.provider.apiKey) headers['x-goog-api-key'] = context.provider.apiKey;
   const method = context.stream ? 'streamGenerateContent?alt=sse' : 'generateContent';
   if (context.stream) headers.accept = 'text/event-stream';
-  return { url: `${context.provider.baseUrl}/models/${context.upstreamModel}:${method}`, method: 'POST', headers, body: JSON.stringify(buildGeminiBody(request)) };
+  return { url: `${context.provider.baseUrl}/models/${encodeURIComponent(context.upstreamModel)}:${method}`, method: 'POST', headers, body: JSON.stringify(buildGeminiBody(request)) };
 }

@@ -122,7 +122,8 @@ export function buildOpenAiBody(request: InternalRequest, context: AdapterContex
   if (request.topP !== undefined) body.top_p = request.topP;
   // Chat Completions takes at most 4 stop sequences; Anthropic allows more.
   if (request.stop !== undefined) body.stop = same && extras && typeof extras.stop === 'string' ? request.stop[0] : request.stop.slice(0, 4);
-  if (request.n !== 1 || (extras && 'n' in extras)) body.n = request.n;
+  if (request.n !== 1) body.n = request.n;
+  else delete body.n;
   if (request.seed !== undefined) body.seed = request.seed;
   if (request.presencePenalty !== undefined) body.presence_penalty = request.presencePenalty;
   if (request.frequencyPenalty !== undefined) body.frequency_penalty = request.frequencyPenalty;
