@@ -1,5 +1,4 @@
-import { randomUUID } from 'node:crypto';
-import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
+import type { HttpResponse } from 'uWebSockets.js';
 import type { Logger } from 'pino';
 import type { Catalog, ModelEntry } from '../shared/catalog/catalog-types.js';
 import { choiceCount, parseChatRequest, type ChatRequest } from '../shared/chat-request-schema.js';
@@ -9,11 +8,11 @@ import type { CompletionJob, JobEvent } from '../shared/job.js';
 import type { IngressTransport } from '../shared/transport/transport.js';
 import { admitRequest } from './admission.js';
 import { authenticate } from './authenticate.js';
-import { parseJsonBody, readBody } from './body-reader.js';
 import { ChunkFormatter, completionBody, doneFrame } from './completion-format.js';
 import { replyError, replyJson, type ReplyState } from './http-reply.js';
 import type { JobRouter, PendingJob } from './job-router.js';
 import type { KeyDirectory } from './key-directory.js';
+import type { RequestContext } from './pipeline/request-wrapper.js';
 import { SseWriter } from './sse-writer.js';
 
 export interface ChatRouteDependencies {
@@ -23,11 +22,9 @@ export interface ChatRouteDependencies {
   transport: IngressTransport;
   router: JobRouter;
   logger: Logger;
-  maxBodyBytes: number;
   maxQueuedStreamBytes: number;
   /** Open requests, so that a draining server knows when it may exit. */
   openRequests: Set<string>;
-  lifecycle: { draining: boolean };
 }
 
 function resolveTargets(catalog: Catalog, request: ChatRequest): ModelEntry[] {
@@ -44,13 +41,17 @@ function resolveTargets(catalog: Catalog, request: ChatRequest): ModelEntry[] {
 }
 
 export function createChatCompletionsHandler(dependencies: ChatRouteDependencies) {
-  const { catalog, counters, keys, transport, router, logger } = dependencies;
+  const { catalog, counters, keys, transport, router } = dependencies;
 
-  async function handle(res: HttpResponse, state: ReplyState, authorization: string, onCancel: { cancel?: () => void }): Promise<void> {
-    const body = await readBody(res, dependencies.maxBodyBytes, state);
-    if (!body) return;
-    const key = await authenticate(keys, authorization);
-    const request = parseChatRequest(parseJsonBody(body));
+  /** Registered through the request wrapper with the authorization header and a body. */
+  return async function handle(context: RequestContext): Promise<void> {
+    const { res, state } = context;
+    // The key is checked from the headers before the body is wanted: an unauthenticated upload is
+    // answered (and its connection closed) while it is still arriving, with nothing kept of it.
+    const key = await authenticate(keys, context.headers.authorization ?? '');
+    const parsed = await context.body!.json();
+    if (parsed === undefined) return;
+    const request = parseChatRequest(parsed);
     const targets = resolveTargets(catalog, request);
     const admitted = await admitRequest(counters, key, request, targets, state.requestId);
     state.extraHeaders = admitted.headers;
@@ -80,7 +81,7 @@ export function createChatCompletionsHandler(dependencies: ChatRouteDependencies
       router.unregister(job.id);
       dependencies.openRequests.delete(job.id);
     };
-    onCancel.cancel = () => {
+    context.onAbort = () => {
       finish();
       transport.cancel(job.id);
     };
@@ -93,25 +94,6 @@ export function createChatCompletionsHandler(dependencies: ChatRouteDependencies
       await counters.settle({ keyId: key.id, reservationId: admitted.reservationId, costNanos: 0, tokens: 0, budgetPeriod: key.budgetPeriod, now: Date.now() });
       throw error;
     }
-  }
-
-  return (res: HttpResponse, req: HttpRequest): void => {
-    // HttpRequest is only valid until the first await: copy what is needed now.
-    const authorization = req.getHeader('authorization');
-    const state: ReplyState = { aborted: false, done: false, requestId: randomUUID() };
-    const onCancel: { cancel?: () => void } = {};
-    res.onAborted(() => {
-      state.aborted = true;
-      onCancel.cancel?.();
-    });
-    if (dependencies.lifecycle.draining) {
-      replyError(res, state, new GatewayError('service_unavailable', 'This gateway instance is shutting down; retry on another.', { retryAfterSeconds: 1 }), true);
-      return;
-    }
-    handle(res, state, authorization, onCancel).catch((error) => {
-      if (!(error instanceof GatewayError)) logger.error({ err: error, requestId: state.requestId }, 'chat completion failed');
-      replyError(res, state, error, error instanceof GatewayError && error.code === 'request_too_large');
-    });
   };
 
   function jsonReply(res: HttpResponse, state: ReplyState, id: string, created: number, finish: () => void): PendingJob {
