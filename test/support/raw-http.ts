@@ -166,3 +166,15 @@ export async function exchange(url: string, payload: string | Buffer, settleMs =
   connection.destroy();
   return { data: connection.received(), closed };
 }
+
+/** Sends `payload` and resolves with the first complete response (the connection is then dropped). */
+export async function firstAnswer(url: string, payload: string | Buffer, timeoutMs = 5000): Promise<RawResponse> {
+  const connection = await openRaw(url);
+  try {
+    await connection.write(payload);
+    const data = await connection.waitFor((received) => parseResponses(received).responses.length > 0, timeoutMs);
+    return parseResponses(data).responses[0]!;
+  } finally {
+    connection.destroy();
+  }
+}
