@@ -4,7 +4,8 @@ import { GatewayError } from '../../shared/errors.js';
 // Request smuggling: with two Content-Length headers uWS uses the first and parses the bytes after
 // it as the next request on the connection, while a lenient proxy in front may have used the last
 // and forwarded those bytes as body. uWS exposes every header through req.forEach, so the duplicate
-// is visible here; the request is refused (400, connection closed).
+// is visible here; the request is refused (400, connection closed). The same holds for a
+// Transfer-Encoding other than chunked (uWS reads no body at all; RFC 9112 6.3 says refuse).
 //
 // uWS parses every request already in the socket's buffer in one go, even after a response with
 // Connection: close, so the smuggled request reaches a handler right after the refused one, in the
@@ -22,20 +23,25 @@ function remoteAddress(res: HttpResponse): string {
   return Buffer.from(res.getRemoteAddressAsText()).toString();
 }
 
-function smuggling(): GatewayError {
-  return new GatewayError('invalid_request_framing', 'The request has more than one Content-Length header; the connection is closed.');
+function ambiguous(): GatewayError {
+  return new GatewayError('invalid_request_framing', 'The request framing is ambiguous (several Content-Length headers, or a Transfer-Encoding other than chunked); the connection is closed.');
+}
+
+function suspect(res: HttpResponse): GatewayError {
+  if (suspectAddress === undefined) setImmediate(clearSuspect);
+  suspectAddress = remoteAddress(res);
+  return ambiguous();
 }
 
 /** The framing error of this request, if any. Cheap for requests without a body (no header walk). */
 export function framingError(res: HttpResponse, req: HttpRequest): GatewayError | undefined {
-  if (suspectAddress !== undefined && remoteAddress(res) === suspectAddress) return smuggling();
+  if (suspectAddress !== undefined && remoteAddress(res) === suspectAddress) return ambiguous();
+  const transferEncoding = req.getHeader('transfer-encoding');
+  if (transferEncoding !== '' && transferEncoding.toLowerCase() !== 'chunked') return suspect(res);
   if (req.getHeader('content-length') === '') return undefined;
   let lengths = 0;
   req.forEach((name) => {
     if (name === 'content-length') lengths++;
   });
-  if (lengths < 2) return undefined;
-  if (suspectAddress === undefined) setImmediate(clearSuspect);
-  suspectAddress = remoteAddress(res);
-  return smuggling();
+  return lengths < 2 ? undefined : suspect(res);
 }

@@ -76,7 +76,8 @@ export function createRequestWrapper(options: RequestWrapperOptions): RouteWrapp
     const isExpected = routeOptions.isExpected;
 
     return (res, req) => {
-      const state: ReplyState = { aborted: false, done: false, requestId: randomUUID(), extraHeaders: routeOptions.extraHeaders };
+      const method = req.getMethod();
+      const state: ReplyState = { aborted: false, done: false, requestId: randomUUID(), extraHeaders: routeOptions.extraHeaders, head: method === 'head' };
       let context: RequestContext | undefined;
       res.onAborted(() => {
         state.aborted = true;
@@ -108,7 +109,7 @@ export function createRequestWrapper(options: RequestWrapperOptions): RouteWrapp
         context = {
           res,
           state,
-          method: req.getMethod(),
+          method,
           url: req.getUrl(),
           query: req.getQuery() ?? '',
           headers: headerNames.length === 0 ? noHeaders : copyHeaders(req, headerNames),
