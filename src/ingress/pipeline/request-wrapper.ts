@@ -76,8 +76,7 @@ export function createRequestWrapper(options: RequestWrapperOptions): RouteWrapp
     const isExpected = routeOptions.isExpected;
 
     return (res, req) => {
-      const method = req.getMethod();
-      const state: ReplyState = { aborted: false, done: false, requestId: randomUUID(), extraHeaders: routeOptions.extraHeaders, head: method === 'head' };
+      const state: ReplyState = { aborted: false, done: false, requestId: randomUUID(), extraHeaders: routeOptions.extraHeaders };
       let context: RequestContext | undefined;
       res.onAborted(() => {
         state.aborted = true;
@@ -85,6 +84,8 @@ export function createRequestWrapper(options: RequestWrapperOptions): RouteWrapp
         context.body?.abort();
         context.onAbort?.();
       });
+      const method = req.getMethod();
+      state.head = method === 'head';
 
       const fail = (error: unknown): void => {
         if (!(error instanceof GatewayError) && !isExpected?.(error)) {
