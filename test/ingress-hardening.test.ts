@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { useGateway, type GatewayContext } from './http/gateway-context.js';
 import { adminRequest, chat, hello } from './support/api-client.js';
+import { scaledOutAvailable, scaledOutSkipNotice, startScaledDeployment, type ScaledDeployment } from './support/scaled-harness.js';
 import { exchange, firstAnswer, header, openRaw, parseResponses, type RawResponse } from './support/raw-http.js';
 
 // The ingress's defences over raw HTTP: malformed paths, nesting bombs, uploads without a key, more
@@ -42,8 +43,7 @@ async function partialUpload(url: string, path: string, length: number, sent: nu
   return connection;
 }
 
-describe('ingress hardening (embedded)', () => {
-  const context = useGateway('embedded');
+function describeHardening(context: GatewayContext): void {
   const admin = () => `Bearer ${context.deployment.adminToken}`;
 
   it('answers malformed percent-encodings in route parameters with 400 JSON, for every method, and keeps serving', async () => {
@@ -148,7 +148,27 @@ describe('ingress hardening (embedded)', () => {
     expect(errorCode(response)).toBe('request_too_large');
     await connection.closed;
   });
+}
+
+describe('ingress hardening (embedded)', () => {
+  describeHardening(useGateway('embedded'));
 });
+
+describe.skipIf(!scaledOutAvailable)('ingress hardening (a scaled-out ingress process)', () => {
+  let scaled: ScaledDeployment | undefined;
+  describeHardening(
+    useGateway(async (openAiUrl) => {
+      scaled = await startScaledDeployment({ openAiUrl, ingressCount: 1, workerCount: 1 });
+      return scaled;
+    }),
+  );
+  it('is still the same ingress process', () => {
+    expect(scaled!.ingresses[0]!.child.exitCode).toBe(null);
+    expect(scaled!.ingresses[0]!.child.signalCode).toBe(null);
+  });
+});
+
+if (!scaledOutAvailable) process.stderr.write(`ingress hardening (scaled out): ${scaledOutSkipNotice}\n`);
 
 describe('in-flight body bytes bound (SWITCHBOARD_MAX_INFLIGHT_BODY_BYTES)', () => {
   const context = useGateway('embedded', { SWITCHBOARD_MAX_INFLIGHT_BODY_BYTES: String(MiB) });
