@@ -176,17 +176,20 @@ describe('in-flight body bytes bound (SWITCHBOARD_MAX_INFLIGHT_BODY_BYTES)', () 
   it('refuses an upload that would cross the bound with 503 overloaded while it is still arriving, and accepts uploads again once bodies are released', async () => {
     const authorization = `Bearer ${context.key.key}`;
     const url = context.deployment.url();
-    const holders = [await partialUpload(url, '/v1/chat/completions', 3 * MiB, 450 * 1024, authorization)];
-    await new Promise((resolve) => setTimeout(resolve, 150));
-    holders.push(await partialUpload(url, '/v1/chat/completions', 3 * MiB, 450 * 1024, authorization));
-    await new Promise((resolve) => setTimeout(resolve, 150));
-    // 900 KiB held: the next upload crosses 1 MiB.
-    const refused = await partialUpload(url, '/v1/chat/completions', 3 * MiB, 450 * 1024, authorization);
-    const response = firstResponse(await refused.waitFor((data) => parseResponses(data).responses.length > 0, 5000));
+    const uploads = [];
+    for (let index = 0; index < 3; index++) {
+      uploads.push(await partialUpload(url, '/v1/chat/completions', 3 * MiB, 450 * 1024, authorization));
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    // Three uploads of 450 KiB each cannot all be held under 1 MiB: one is refused while it is still arriving.
+    const answered = await Promise.any(uploads.map(async (upload) => ({ upload, data: await upload.waitFor((data) => parseResponses(data).responses.length > 0, 5000) })));
+    const response = firstResponse(answered.data);
     expect(response.status).toBe(503);
     expect(errorCode(response)).toBe('overloaded');
     expect(header(response, 'retry-after')).toBe('1');
-    await refused.closed;
+    await answered.upload.closed;
+    const holders = uploads.filter((upload) => upload !== answered.upload);
+    for (const holder of holders) expect(holder.received().length).toBe(0);
 
     // Clients that go away give their bytes back.
     for (const holder of holders) holder.destroy();
