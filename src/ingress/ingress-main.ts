@@ -45,6 +45,8 @@ async function main(): Promise<void> {
     logger,
     adminToken: admin.token,
     maxBodyBytes: config.maxBodyBytes,
+    maxInflightBodyBytes: config.maxInflightBodyBytes,
+    maxJsonDepth: config.maxJsonDepth,
     maxQueuedStreamBytes: config.maxQueuedStreamBytes,
     keyCacheMs: config.keyCacheMs,
     announceKeyChange: (publicId) => transport.announceKeyChange(publicId),

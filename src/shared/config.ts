@@ -7,6 +7,10 @@ export interface GatewayConfig {
   host: string;
   dataDir: string;
   maxBodyBytes: number;
+  /** Bytes of request bodies one ingress process holds while they arrive; beyond, uploads get 503. */
+  maxInflightBodyBytes: number;
+  /** Nesting depth of arrays and objects a JSON body may have. */
+  maxJsonDepth: number;
   /** Bytes a slow SSE reader may fall behind before it is disconnected. */
   maxQueuedStreamBytes: number;
   workerConcurrency: number;
@@ -34,6 +38,8 @@ export function readConfig(environment: NodeJS.ProcessEnv = process.env): Gatewa
     host: environment.HOST ?? '0.0.0.0',
     dataDir: dataDirectory(environment),
     maxBodyBytes: integer(environment, 'SWITCHBOARD_MAX_BODY_BYTES', 4 * 1024 * 1024),
+    maxInflightBodyBytes: integer(environment, 'SWITCHBOARD_MAX_INFLIGHT_BODY_BYTES', 64 * 1024 * 1024),
+    maxJsonDepth: integer(environment, 'SWITCHBOARD_MAX_JSON_DEPTH', 64),
     maxQueuedStreamBytes: integer(environment, 'SWITCHBOARD_MAX_STREAM_BUFFER_BYTES', 4 * 1024 * 1024),
     workerConcurrency: integer(environment, 'SWITCHBOARD_WORKER_CONCURRENCY', 512),
     maxQueuedJobs: integer(environment, 'SWITCHBOARD_MAX_QUEUED_JOBS', 2000),
