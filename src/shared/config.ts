@@ -4,6 +4,7 @@ import { randomBytes } from 'node:crypto';
 
 export interface GatewayConfig {
   port: number;
+  /** The address the ingress binds: 127.0.0.1 unless HOST says otherwise (containers and Procfile platforms set 0.0.0.0). */
   host: string;
   dataDir: string;
   maxBodyBytes: number;
@@ -31,7 +32,7 @@ function integer(environment: NodeJS.ProcessEnv, name: string, fallback: number)
 export function readConfig(environment: NodeJS.ProcessEnv = process.env): GatewayConfig {
   return {
     port: integer(environment, 'PORT', 8080),
-    host: environment.HOST ?? '0.0.0.0',
+    host: environment.HOST || '127.0.0.1',
     dataDir: resolve(environment.SWITCHBOARD_DATA_DIR ?? './data'),
     maxBodyBytes: integer(environment, 'SWITCHBOARD_MAX_BODY_BYTES', 4 * 1024 * 1024),
     maxQueuedStreamBytes: integer(environment, 'SWITCHBOARD_MAX_STREAM_BUFFER_BYTES', 4 * 1024 * 1024),
