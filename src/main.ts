@@ -11,7 +11,7 @@ const gateway = await startEmbeddedGateway().catch((error: Error) => {
 });
 const { host } = gateway.config;
 const api = listenAddress(host, gateway.port);
-const dashboard = listenAddress(host, Number(new URL(gateway.dashboardUrl).port));
+const dashboard = listenAddress(host, Number(new URL(gateway.dashboardUrl).port || 80));
 process.stdout.write(`Switchboard listening on ${api.describe} (uWebSockets.js build ${gateway.ingress.build})\n`);
 process.stdout.write(`Dashboard: ${dashboard.local}/dashboard/ (sign in with the admin token)\n`);
 

@@ -17,8 +17,17 @@ import { testCatalogYaml } from './test-catalog.js';
 
 // The services test/support/test-services.ts (vitest globalSetup) resolved: the environment's, or
 // containers it started.
-export const REDIS_URL = process.env.REDIS_URL || inject('redisUrl') || undefined;
-export const DATABASE_URL = process.env.DATABASE_URL || inject('databaseUrl') || undefined;
+export const REDIS_URL = process.env.REDIS_URL || provided('redisUrl');
+export const DATABASE_URL = process.env.DATABASE_URL || provided('databaseUrl');
+
+/** Outside a vitest run (bench/scale-out-latency.ts) there is nothing provided, only the environment. */
+function provided(name: 'redisUrl' | 'databaseUrl'): string | undefined {
+  try {
+    return inject(name) || undefined;
+  } catch {
+    return undefined;
+  }
+}
 export const scaledOutAvailable = Boolean(REDIS_URL && DATABASE_URL);
 export const scaledOutSkipNotice = 'no Redis and PostgreSQL (REDIS_URL / DATABASE_URL unset and no Docker engine; see the line at the start of the run); the scaled-out deployment is NOT tested';
 
