@@ -5,7 +5,7 @@ import { builtinModules } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse as parseYaml } from 'yaml';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startOpenAiProviderDouble, type OpenAiProviderDouble } from './doubles/openai-provider-double.js';
 import { testAdminToken } from './support/gateway-harness.js';
 import { assembleFinalStage, parseDockerfile, stageEnvironment, type Assembled, type Stage } from './support/image-layout.js';
@@ -22,6 +22,9 @@ import { testCatalogYaml } from './support/test-catalog.js';
 const stages: Stage[] = parseDockerfile(readFileSync(join(repoRoot, 'Dockerfile'), 'utf8'));
 const final = stages.at(-1)!;
 const packageJson = JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')) as { dependencies: Record<string, string>; devDependencies: Record<string, string> };
+
+// Real processes start in seconds, but a busy two-core machine can make that many seconds.
+vi.setConfig({ testTimeout: 60_000 });
 
 let folder: string;
 let image: Assembled;

@@ -2,13 +2,16 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { testEnvironment } from './support/gateway-harness.js';
 import { childrenOf, freePort, isAlive, killQuietly, portIsFree, repoRoot, runProcess, waitUntilGone, type RunningProcess } from './support/process-runner.js';
 import { DATABASE_URL, dropSchema, REDIS_URL, removeRedisPrefix, scaledOutAvailable, scaledOutSkipNotice } from './support/scaled-harness.js';
 
 // The first minutes of a user's life with the gateway, with real processes: `npm start` twice on
 // one port, which address it binds and prints, and stopping it through npm or a Procfile runner.
+
+// Real processes start in seconds, but a busy two-core machine can make that many seconds.
+vi.setConfig({ testTimeout: 60_000 });
 
 let dataDir: string;
 const started: RunningProcess[] = [];
