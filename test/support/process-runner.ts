@@ -78,8 +78,16 @@ export function isAlive(pid: number): boolean {
 export async function waitUntilGone(pid: number, timeoutMs = 15_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (isAlive(pid)) {
-    if (Date.now() > deadline) throw new Error(`process ${pid} is still running after ${timeoutMs} ms`);
+    if (Date.now() > deadline) throw new Error(`process ${pid} (${commandLine(pid)}) is still running after ${timeoutMs} ms`);
     await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+function commandLine(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ').trim();
+  } catch {
+    return 'command unknown';
   }
 }
 
