@@ -141,6 +141,36 @@ describe('the Dockerfile', () => {
   }, 60_000);
 });
 
+const engine = spawnSync('docker', ['version', '--format', '{{.Server.Version}}'], { encoding: 'utf8', timeout: 10_000 }).status === 0;
+if (!engine) console.warn('the Docker image: no Docker engine answers, so the image is NOT built for real here (its file layout is tested above)');
+describe.runIf(engine)('the Docker image, built for real', () => {
+  const tag = `switchboard-test:${randomBytes(4).toString('hex')}`;
+  const docker = (...args: string[]) => spawnSync('docker', args, { cwd: repoRoot, encoding: 'utf8', timeout: 600_000 });
+  afterAll(() => void docker('image', 'rm', '-f', tag));
+
+  it('builds, runs as a non-root user, becomes healthy, serves the dashboard and drains on docker stop', async () => {
+    const build = docker('build', '-t', tag, '.');
+    expect(build.status, build.stderr).toBe(0);
+    expect(docker('run', '--rm', '--entrypoint', 'id', tag, '-u').stdout.trim()).not.toBe('0');
+    const run = docker('run', '-d', '-p', '127.0.0.1::8080', '-e', `SWITCHBOARD_ADMIN_TOKEN=${testAdminToken}`, tag);
+    expect(run.status, run.stderr).toBe(0);
+    const id = run.stdout.trim();
+    try {
+      const port = /:(\d+)\s*$/.exec(docker('port', id, '8080/tcp').stdout.split('\n')[0]!)![1];
+      const deadline = Date.now() + 90_000;
+      while (docker('inspect', '--format', '{{.State.Health.Status}}', id).stdout.trim() !== 'healthy') {
+        if (Date.now() > deadline) throw new Error(`the container never became healthy:\n${docker('logs', id).stdout}`);
+        await new Promise((resolve) => setTimeout(resolve, 1000));
+      }
+      expect((await fetch(`http://127.0.0.1:${port}/dashboard/`)).status).toBe(200);
+      expect(docker('stop', '-t', '30', id).status).toBe(0);
+      expect(docker('inspect', '--format', '{{.State.ExitCode}}', id).stdout.trim()).toBe('0');
+    } finally {
+      docker('rm', '-f', id);
+    }
+  }, 600_000);
+});
+
 /** Every file under a folder. */
 function filesUnder(folder: string): string[] {
   return readdirSync(folder).flatMap((entry) => {
