@@ -18,6 +18,7 @@ import { createRequestWrapper, type RouteHandler, type RouteWrapper } from './pi
 import { chatCompletionsSurface } from './surfaces/chat-completions/chat-surface.js';
 import { countMessageTokens } from './surfaces/messages/count-tokens.js';
 import { messagesSurface } from './surfaces/messages/messages-surface.js';
+import { listenExclusive } from './listen-exclusive.js';
 import { loadUws } from './uws-loader.js';
 
 export interface IngressOptions {
@@ -124,9 +125,7 @@ export async function startIngress(options: IngressOptions): Promise<RunningIngr
     throw new GatewayError('not_found', 'Unknown path. The API lives under /v1 (POST /v1/chat/completions, GET /v1/models).');
   }));
 
-  const listenSocket = await new Promise<us_listen_socket>((resolve, reject) => {
-    app.listen(options.host, options.port, (socket) => (socket ? resolve(socket) : reject(new Error(`Cannot listen on ${options.host}:${options.port}.`))));
-  });
+  const listenSocket: us_listen_socket = await listenExclusive(app, options.host, options.port, 'The gateway');
   const port = uws.us_socket_local_port(listenSocket);
   options.logger.info({ port, uws: build }, 'ingress listening');
 

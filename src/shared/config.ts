@@ -4,6 +4,7 @@ import { adminTokenPath, assertStrongAdminToken, dataDirectory, findAdminToken }
 
 export interface GatewayConfig {
   port: number;
+  /** The address the ingress binds: 127.0.0.1 unless HOST says otherwise (containers and Procfile platforms set 0.0.0.0). */
   host: string;
   dataDir: string;
   maxBodyBytes: number;
@@ -35,7 +36,7 @@ function integer(environment: NodeJS.ProcessEnv, name: string, fallback: number)
 export function readConfig(environment: NodeJS.ProcessEnv = process.env): GatewayConfig {
   return {
     port: integer(environment, 'PORT', 8080),
-    host: environment.HOST ?? '0.0.0.0',
+    host: environment.HOST || '127.0.0.1',
     dataDir: dataDirectory(environment),
     maxBodyBytes: integer(environment, 'SWITCHBOARD_MAX_BODY_BYTES', 4 * 1024 * 1024),
     maxInflightBodyBytes: integer(environment, 'SWITCHBOARD_MAX_INFLIGHT_BODY_BYTES', 64 * 1024 * 1024),

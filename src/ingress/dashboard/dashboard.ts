@@ -1,6 +1,7 @@
 import type { TemplatedApp, us_listen_socket } from 'uWebSockets.js';
 import type { Logger } from 'pino';
 import type { IngressContext } from '../server.js';
+import { listenExclusive } from '../listen-exclusive.js';
 import { loadUws } from '../uws-loader.js';
 import { dashboardRouteOptions, notFound, replyRedirect } from './dashboard-http.js';
 import { createDashboardServices, registerDashboardRoutes, type DashboardServices } from './dashboard-routes.js';
@@ -43,9 +44,7 @@ export class Dashboard {
       throw notFound();
     }));
     const { host, port } = this.options;
-    this.listenSocket = await new Promise<us_listen_socket>((resolve, reject) => {
-      app.listen(host, port, (socket) => (socket ? resolve(socket) : reject(new Error(`The dashboard cannot listen on ${host}:${port}.`))));
-    });
+    this.listenSocket = await listenExclusive(app, host, port, 'The dashboard (SWITCHBOARD_DASHBOARD_PORT)');
     const bound = uws.us_socket_local_port(this.listenSocket);
     this.options.logger.info({ port: bound }, 'dashboard listening on its own port');
     return bound;
