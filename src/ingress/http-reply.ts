@@ -23,6 +23,12 @@ export interface ReplyState {
   extraHeaders?: Array<[string, string]>;
   /** A HEAD request: the reply carries the headers (and length) of the body, not the body. */
   head?: boolean;
+  /**
+   * Set while a refused request's body is still arriving. Closing at once would make the client's
+   * next write fail (EPIPE) before it reads the answer, so the answer says `connection: close` and
+   * the rest of the body is read and dropped.
+   */
+  linger?: boolean;
 }
 
 export function replyJson(res: HttpResponse, state: ReplyState, status: number, body: string, headers: Array<[string, string]> = [], closeConnection = false): void {
@@ -35,7 +41,11 @@ export function replyJson(res: HttpResponse, state: ReplyState, status: number, 
     if (state.extraHeaders) for (const [name, value] of state.extraHeaders) res.writeHeader(name, value);
     for (const [name, value] of headers) res.writeHeader(name, value);
     if (state.head) res.endWithoutBody(Buffer.byteLength(body), closeConnection);
-    else res.end(body, closeConnection);
+    else if (closeConnection && state.linger) {
+      // uWS reads and drops the rest of this request's body; the client closes, as told.
+      res.writeHeader('connection', 'close');
+      res.end(body, false);
+    } else res.end(body, closeConnection);
   });
 }
 

@@ -96,6 +96,7 @@ export function createRequestWrapper(options: RequestWrapperOptions): RouteWrapp
         const body = context?.body;
         const close = body !== undefined && !body.complete;
         body?.drop();
+        if (close) state.linger = true;
         try {
           render(res, state, error, close);
         } catch (renderFailure) {
