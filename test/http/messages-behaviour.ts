@@ -24,7 +24,7 @@ export function describeMessagesSurface(kind: DeploymentKind): void {
   });
 }
 
-function describeMessagesBasics(context: MessagesContext): void {
+export function describeMessagesBasics(context: MessagesContext): void {
   describe('on an Anthropic-wire model', () => {
     it("creates a message: Anthropic's message object, the model asked for, the upstream usage with its cache fields", async () => {
       context.anthropic.script('claude-test', { kind: 'blocks', blocks: [{ type: 'text', text: 'Hello there!' }], usage: { input_tokens: 11, output_tokens: 6, cache_creation_input_tokens: 100, cache_read_input_tokens: 200 } });
