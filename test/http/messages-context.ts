@@ -15,6 +15,8 @@ import { claudeCodeLimits, claudeCodeModelNames } from '../support/test-catalog.
 
 export const anthropicUpstreamKey = 'test-anthropic-key';
 export const alphaAlias = 'claude-3-5-haiku-20241022';
+/** The deployment's body limit: well above Claude Code's first turn (about 76 KB), low enough to test cheaply. */
+export const messagesBodyLimit = 2_000_000;
 
 export interface MessagesContext {
   anthropic: AnthropicProviderDouble;
@@ -36,6 +38,7 @@ export function useMessagesGateway(kind: DeploymentKind): MessagesContext {
       modelFallbacks: { 'claude-backed': ['svc/alpha'] },
       // Claude Code asks for max_tokens 64000 with thinking budgets just under it: a lower ceiling would break it.
       modelLimits: { 'claude-test': claudeCodeLimits, 'claude-backed': claudeCodeLimits },
+      environment: { SWITCHBOARD_MAX_BODY_BYTES: String(messagesBodyLimit) },
     });
     context.key = await createKey(context.deployment, { name: 'messages suite key' });
   }, 60_000);

@@ -2,7 +2,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import { describe, expect, it } from 'vitest';
 import { readSse } from '../doubles/sse.js';
 import { createKey } from '../support/api-client.js';
-import { anthropicClient, apiFailure, eventData, hello, ledgerOf, postMessages, type MessagesContext } from './messages-context.js';
+import { anthropicClient, apiFailure, eventData, hello, ledgerOf, messagesBodyLimit, postMessages, type MessagesContext } from './messages-context.js';
 
 // Failures in Anthropic's own shape and statuses, so the official client raises its typed errors
 // and Claude Code's recovery (which reads upstream wording such as "prompt is too long") still
@@ -39,6 +39,13 @@ export function describeMessagesErrors(context: MessagesContext): void {
       expect(error.type).toBe('not_found_error');
       expect(context.anthropic.requests).toHaveLength(0);
       expect(context.openai.requests).toHaveLength(0);
+    });
+
+    it('refuses a body over the limit with 413 request_too_large', async () => {
+      const response = await postMessages(context, { model: 'svc/claude-test', max_tokens: 16, messages: [{ role: 'user', content: 'x'.repeat(messagesBodyLimit + 1000) }] });
+      expect(response.status).toBe(413);
+      expect(await response.json()).toMatchObject({ type: 'error', error: { type: 'request_too_large' } });
+      expect(context.anthropic.requests).toHaveLength(0);
     });
 
     it("raises RateLimitError when the key's rate limit refuses, with retry-after", async () => {
