@@ -40,7 +40,7 @@ const MODELS = Array.from({ length: 12 }, (_, i) => `svc/model-${String(i).padSt
 const PRICES = MODELS.map((_, i) => [0.1 + i * 0.7, 0.4 + i * 2.1] as const); // USD per million tokens
 const END = Date.UTC(2026, 9, 1); // the ledger ends at 2026-10-01T00:00Z
 const START = END - DAYS * 86_400_000;
-const ADMIN_TOKEN = 'bench-admin-token';
+const ADMIN_TOKEN = 'bench-admin-token-usage-query-2026';
 
 /** Deterministic PRNG (mulberry32), so every run generates the same ledger. */
 function prng(seed: number): () => number {

@@ -1,10 +1,11 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import type { ChatRequest } from '../src/shared/chat-request-schema.js';
+import type { ChatRequest } from '../src/ingress/surfaces/chat-completions/chat-request-schema.js';
+import { chatToInternal } from '../src/ingress/surfaces/chat-completions/chat-to-internal.js';
 import type { ProviderApi, ProviderConfig } from '../src/shared/catalog/catalog-types.js';
 import { GatewayError } from '../src/shared/errors.js';
 import { adapterFor } from '../src/shared/providers/adapter-registry.js';
-import type { AdapterContext, FailureKind, FinishReason, ProviderAdapter, StreamPart, UpstreamFailure } from '../src/shared/providers/provider-adapter.js';
+import type { AdapterContext, CompletionChoice, FailureKind, FinishReason, ProviderAdapter, StreamPart, UpstreamFailure } from '../src/shared/providers/provider-adapter.js';
 import { SseDecoder } from '../src/shared/providers/sse-decoder.js';
 import type { Usage } from '../src/shared/usage.js';
 
@@ -23,7 +24,18 @@ const anthropicSse = (events: Array<Record<string, unknown>>): string => events.
 const geminiSse = (events: unknown[]): string => events.map((event) => `data: ${JSON.stringify(event)}\r\n\r\n`).join('');
 const geminiSegments = (path: string, interaction = 0): any[] => fixture(path).interactions[interaction].response.bodySegments;
 
-const commonRequest: ChatRequest = {
+/** A choice's text (null when it has none) and tool calls, as a Chat Completions client sees them. */
+function messageOf(choice: CompletionChoice): { content: string | null; tool_calls?: Array<{ id: string; type: 'function'; function: { name: string; arguments: string } }> } {
+  let content: string | null = null;
+  const calls: Array<{ id: string; type: 'function'; function: { name: string; arguments: string } }> = [];
+  for (const part of choice.parts) {
+    if (part.type === 'text') content = (content ?? '') + part.text;
+    if (part.type === 'tool_call') calls.push({ id: part.id, type: 'function', function: { name: part.name, arguments: part.arguments } });
+  }
+  return calls.length > 0 ? { content, tool_calls: calls } : { content };
+}
+
+const commonChatRequest: ChatRequest = {
   model: 'svc/conformance',
   messages: [
     { role: 'system', content: 'Answer briefly.' },
@@ -54,6 +66,8 @@ const commonRequest: ChatRequest = {
   max_completion_tokens: 256,
   stop: ['END'],
 };
+
+const commonRequest = chatToInternal(commonChatRequest);
 
 function provider(api: ProviderApi, baseUrl: string, extra: Partial<ProviderConfig> = {}): ProviderConfig {
   return { name: api, api, baseUrl, apiKey: 'test-key', headers: {}, timeouts: { connectMs: 1000, firstTokenMs: 1000, totalMs: 1000 }, ...extra };
@@ -145,7 +159,7 @@ const openAiCase: Conformance = {
   checkRequest(url, headers, body) {
     expect(url).toBe('https://api.openai.test/v1/chat/completions');
     expect(headers.authorization).toBe('Bearer test-key');
-    expect(body).toMatchObject({ model: 'gpt-4.1-mini', messages: commonRequest.messages, tools: commonRequest.tools, temperature: 0.8, max_completion_tokens: 256, stop: ['END'] });
+    expect(body).toMatchObject({ model: 'gpt-4.1-mini', messages: commonChatRequest.messages, tools: commonChatRequest.tools, temperature: 0.8, max_completion_tokens: 256, stop: ['END'] });
   },
   streamUrl: 'https://api.openai.test/v1/chat/completions',
   toolChoiceOf: (body) => body.tool_choice,
@@ -200,7 +214,7 @@ const azureCase: Conformance = {
     expect(url).toBe('https://contoso.openai.azure.com/openai/deployments/gpt-4o-prod/chat/completions?api-version=2024-10-21');
     expect(headers['api-key']).toBe('test-key');
     expect(headers.authorization).toBeUndefined();
-    expect(body).toMatchObject({ messages: commonRequest.messages, tools: commonRequest.tools, tool_choice: 'auto', temperature: 0.8 });
+    expect(body).toMatchObject({ messages: commonChatRequest.messages, tools: commonChatRequest.tools, tool_choice: 'auto', temperature: 0.8 });
   },
   streamUrl: 'https://contoso.openai.azure.com/openai/deployments/gpt-4o-prod/chat/completions?api-version=2024-10-21',
   text: { body: azureCompletion({ content: 'Copenhagen.' }, 'stop'), content: 'Copenhagen.', usage: [25, 9, 34] },
@@ -260,7 +274,7 @@ const anthropicCase: Conformance = {
       ],
       stop_sequences: ['END'],
       temperature: 0.4,
-      tools: [{ name: 'get_weather', description: 'Current weather for a city', input_schema: commonRequest.tools![0]!.function.parameters }],
+      tools: [{ name: 'get_weather', description: 'Current weather for a city', input_schema: commonChatRequest.tools![0]!.function.parameters }],
       tool_choice: { type: 'auto' },
     });
   },
@@ -271,7 +285,7 @@ const anthropicCase: Conformance = {
   tool: { body: read('anthropic/message-tool-use.response.json'), name: 'json', args: fixture('anthropic/message-tool-use.response.json').content[0].input, id: 'toolu_01Q9ExVZnzZj7E2QQYHYtNUa' },
   usage: {
     body: anthropicMessage([{ type: 'text', text: 'x' }], 'end_turn', { input_tokens: 10, cache_creation_input_tokens: 200, cache_read_input_tokens: 1000, output_tokens: 50 }),
-    expected: { prompt_tokens: 1210, completion_tokens: 50, total_tokens: 1260, prompt_tokens_details: { cached_tokens: 1000 } },
+    expected: { prompt_tokens: 1210, completion_tokens: 50, total_tokens: 1260, prompt_tokens_details: { cached_tokens: 1000, cache_creation_tokens: 200 } },
   },
   streamText: { wire: anthropicBasic, content: 'Hello there!', finish: 'stop', usage: [11, 6, 17] },
   streamTool: { wire: read('anthropic/stream-tool-use.sse'), name: 'get_weather', arguments: '{"location": "Paris"}', content: "I'll check the current weather in Paris for you.", usage: [377, 65, 442] },
@@ -380,7 +394,7 @@ describe.each(cases)('$api adapter conformance', (c) => {
   it('maps every tool_choice form', () => {
     const forms = { auto: 'auto', required: 'required', none: 'none', named: { type: 'function', function: { name: 'get_weather' } } } as const;
     for (const [form, choice] of Object.entries(forms)) {
-      const body = JSON.parse(adapter.buildRequest({ ...commonRequest, tool_choice: choice }, c.context).body);
+      const body = JSON.parse(adapter.buildRequest(chatToInternal({ ...commonChatRequest, tool_choice: choice }), c.context).body);
       expect(c.toolChoiceOf(body), form).toEqual(c.toolChoices[form as keyof typeof forms]);
     }
   });
@@ -388,20 +402,20 @@ describe.each(cases)('$api adapter conformance', (c) => {
   it('parses a text response', () => {
     const completion = adapter.parseResponse(c.text.body, c.context);
     expect(completion.choices).toHaveLength(1);
-    expect(completion.choices[0]).toMatchObject({ index: 0, message: { role: 'assistant', content: c.text.content }, finish_reason: 'stop' });
-    expect(completion.choices[0]!.message.tool_calls).toBeUndefined();
+    expect(completion.choices[0]).toMatchObject({ index: 0, finishReason: 'stop' });
+    expect(messageOf(completion.choices[0]!)).toEqual({ content: c.text.content });
     expect(usageOf(completion.usage)).toEqual(c.text.usage);
   });
 
   it('parses a tool-call response', () => {
     const [choice] = adapter.parseResponse(c.tool.body, c.context).choices;
-    expect(choice!.finish_reason).toBe('tool_calls');
-    expect(choice!.message.tool_calls).toHaveLength(1);
-    const call = choice!.message.tool_calls![0]!;
+    expect(choice!.finishReason).toBe('tool_calls');
+    expect(messageOf(choice!).tool_calls).toHaveLength(1);
+    const call = messageOf(choice!).tool_calls![0]!;
     expect(call).toMatchObject({ type: 'function', function: { name: c.tool.name } });
     expect(call.id).toMatch(c.tool.id);
     expect(JSON.parse(call.function.arguments)).toEqual(c.tool.args);
-    expect(adapter.parseResponse(c.tool.body, c.context).choices[0]!.message.tool_calls![0]!.id, 'ids are stable').toBe(call.id);
+    expect(messageOf(adapter.parseResponse(c.tool.body, c.context).choices[0]!).tool_calls![0]!.id, 'ids are stable').toBe(call.id);
   });
 
   it('reports usage in OpenAI terms', () => {
@@ -441,7 +455,7 @@ describe.each(cases)('$api adapter conformance', (c) => {
 
   it('maps every finish reason, in responses and in streams', () => {
     for (const [wire, expected] of c.finishReasons) {
-      expect(adapter.parseResponse(c.responseFinishing(wire), c.context).choices[0]!.finish_reason, wire).toBe(expected);
+      expect(adapter.parseResponse(c.responseFinishing(wire), c.context).choices[0]!.finishReason, wire).toBe(expected);
       expect(assemble(replay(adapter, streaming(c), c.streamFinishing(wire))).finish, wire).toEqual({ 0: expected });
     }
   });
@@ -468,7 +482,7 @@ describe.each(cases)('$api adapter conformance', (c) => {
 describe('Anthropic request details', () => {
   const adapter = adapterFor('anthropic');
   const body = (request: Partial<ChatRequest>, context: Partial<AdapterContext> = {}) =>
-    JSON.parse(adapter.buildRequest({ ...commonRequest, ...request }, { ...anthropicCase.context, ...context }).body);
+    JSON.parse(adapter.buildRequest(chatToInternal({ ...commonChatRequest, ...request }), { ...anthropicCase.context, ...context }).body);
 
   it('halves OpenAI temperatures into Anthropic range', () => {
     expect(body({ temperature: 2 }).temperature).toBe(1);
@@ -539,7 +553,7 @@ describe('Anthropic request details', () => {
 
 describe('Gemini details', () => {
   const adapter = adapterFor('gemini');
-  const body = (request: Partial<ChatRequest>) => JSON.parse(adapter.buildRequest({ ...commonRequest, ...request }, geminiCase.context).body);
+  const body = (request: Partial<ChatRequest>) => JSON.parse(adapter.buildRequest(chatToInternal({ ...commonChatRequest, ...request }), geminiCase.context).body);
 
   it('fills generationConfig and translates JSON response formats', () => {
     const schema = { type: 'object', properties: { answer: { type: ['string', 'null'] } }, required: ['answer'], additionalProperties: false, $schema: 'x' };
@@ -575,7 +589,7 @@ describe('Gemini details', () => {
 
   it('reports a blocked prompt as content_filter and a 404 recording as not_found', () => {
     const blocked = JSON.stringify({ promptFeedback: { blockReason: 'PROHIBITED_CONTENT' }, usageMetadata: { promptTokenCount: 8, totalTokenCount: 8 } });
-    expect(adapter.parseResponse(blocked, geminiCase.context).choices[0]).toMatchObject({ message: { content: null }, finish_reason: 'content_filter' });
+    expect(adapter.parseResponse(blocked, geminiCase.context).choices[0]).toMatchObject({ parts: [], finishReason: "content_filter" });
     const notFound = fixture('gemini/recording-stream-error-404.json').interactions[0].response;
     const failure = adapter.parseError(notFound.statusCode, {}, JSON.stringify(notFound.bodySegments[0]));
     expect(failure).toMatchObject({ kind: 'not_found', status: 404, message: expect.stringContaining('custom-gemini-2.0-flash is not found') });

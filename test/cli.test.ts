@@ -1,13 +1,13 @@
 import { execFile } from 'node:child_process';
 import { createServer, type AddressInfo } from 'node:net';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main } from '../src/cli/switchboard-cli.js';
 import { startOpenAiProviderDouble, type OpenAiProviderDouble } from './doubles/openai-provider-double.js';
-import { adminRequest, chat, createKey, hello } from './support/api-client.js';
+import { adminRequest, chat, createKey, eventually, hello } from './support/api-client.js';
 import { startEmbeddedDeployment, type TestDeployment } from './support/gateway-harness.js';
 
 // The `switchboard` CLI, run for real (node bin/switchboard.mjs, as npm links it) against an
@@ -156,6 +156,66 @@ describe('switchboard CLI', () => {
     expect(empty.stdout).toMatch(/^REQUESTS.*\n\s+0\s+0\s+0\s+\$0\.00$/m);
   }, 30_000);
 
+  it('lists recent requests as a table, newest first, and as the API answers them with --json', async () => {
+    const key = await createKey(deployment, { name: 'requests' });
+    double.script('alpha', { kind: 'text', text: 'one', usage: { prompt_tokens: 1000, completion_tokens: 10 } });
+    expect((await chat(deployment, key.key, { model: 'svc/alpha', messages: hello })).status).toBe(200);
+    double.script('beta', { kind: 'text', text: 'two', usage: { prompt_tokens: 5, completion_tokens: 1 } });
+    expect((await chat(deployment, key.key, { model: 'svc/beta', messages: hello })).status).toBe(200);
+
+    const listed = await eventually(async () => {
+      const run = await cli(['requests', '--key', key.id]);
+      expectOk(run);
+      expect(run.stdout.trimEnd().split('\n')).toHaveLength(3);
+      return run;
+    });
+    const lines = listed.stdout.trimEnd().split('\n');
+    expect(lines[0]).toMatch(/^TIME\s+KEY\s+REQUESTED\s+SERVED\s+STATUS\s+TOKENS \(IN \+ OUT\)\s+COST \(USD\)\s+LATENCY\s+FAILED ATTEMPTS$/);
+    // beta: 5 × $3/M + 1 × $4/M; alpha: 1000 × $1/M + 10 × $2/M.
+    expect(lines[1]).toMatch(new RegExp(`^\\d{4}-\\d\\d-\\d\\d \\S+Z\\s+${key.id}\\s+svc/beta\\s+svc/beta\\s+200\\s+5 \\+ 1\\s+\\$0\\.000019\\s+\\d+ ms\\s+-$`));
+    expect(lines[2]).toMatch(new RegExp(`${key.id}\\s+svc/alpha\\s+svc/alpha\\s+200\\s+1,000 \\+ 10\\s+\\$0\\.00102\\s`));
+
+    const newest = await inProcess(['requests', '--key', key.id, '--limit', '1', '--json']);
+    expectOk(newest);
+    expect(JSON.parse(newest.stdout)).toEqual((await adminRequest(deployment, 'GET', `/admin/v1/requests?limit=1&key_id=${key.id}`)).body);
+    expect(JSON.parse(newest.stdout).data[0]).toMatchObject({ key_id: key.id, served_model: 'svc/beta', prompt_tokens: 5 });
+    expectOk(await inProcess(['requests', '--model', 'svc/nothing-here']));
+    expect((await inProcess(['requests', '--model', 'svc/nothing-here'])).stdout).toBe('No requests recorded with these filters.\n');
+    expectError(await inProcess(['requests', '--limit', '0']), /invalid value for --limit: '0'; it must be a whole number from 1 to 1000/);
+    expectError(await inProcess(['requests', '--until', '+010000-01-01']), /Invalid value for 'until'.*\[invalid_value, HTTP 400\]/);
+  }, 30_000);
+
+  it('says a negative or missing value is invalid, not ambiguous', async () => {
+    expectError(await inProcess(['keys', 'create', '--name', 'x', '--budget', '-5']), /^error: invalid value for --budget: '-5'; it must be a number of US dollars, 0 or more, or 'none' to clear it$/m);
+    expectError(await inProcess(['keys', 'update', 'key_x', '--rpm', '-1']), /invalid value for --rpm: '-1'; it must be a whole number, 1 or more/);
+    expectError(await inProcess(['keys', 'update', 'key_x', '--max-concurrent=-2']), /invalid value for --max-concurrent: '-2'/);
+    expectError(await inProcess(['keys', 'create', '--name']), /--name needs a value\. See 'switchboard --help'/);
+    expectError(await inProcess(['keys', 'create', '--name', '--json']), /--name needs a value; to give one that starts with '-', write --name=VALUE/);
+    const names = (await adminRequest(deployment, 'GET', '/admin/v1/keys')).body.data.map((key: { name: string }) => key.name);
+    expect(names).not.toContain('x');
+  });
+
+  it('finds the admin token as the gateway does, and says which setting to fix when it is refused', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'sb-cli-'));
+    try {
+      // Pasted with spaces and a newline: the gateway would trim it the same way.
+      expectOk(await inProcess(['keys', 'list'], { SWITCHBOARD_ADMIN_TOKEN: `  ${deployment.adminToken}\n` }));
+      writeFileSync(join(dataDir, 'admin-token'), 'sb-admin-not-this-gateways-token-123\n');
+      expectError(
+        await inProcess(['keys', 'list'], { SWITCHBOARD_ADMIN_TOKEN: '', SWITCHBOARD_DATA_DIR: dataDir }),
+        new RegExp(`Incorrect admin token\\. The token from ${join(dataDir, 'admin-token').replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')} is not this gateway's .*set SWITCHBOARD_ADMIN_TOKEN to the gateway's admin token\\. \\[invalid_admin_token, HTTP 401\\]`),
+      );
+      writeFileSync(join(dataDir, 'admin-token'), '\n');
+      expectError(await inProcess(['keys', 'list'], { SWITCHBOARD_ADMIN_TOKEN: '', SWITCHBOARD_DATA_DIR: dataDir }), /admin-token is empty; set SWITCHBOARD_ADMIN_TOKEN/);
+      // A token file that cannot be read is not reported as missing.
+      const unreadable = join(dataDir, 'unreadable');
+      mkdirSync(join(unreadable, 'admin-token'), { recursive: true });
+      expectError(await inProcess(['keys', 'list'], { SWITCHBOARD_ADMIN_TOKEN: '', SWITCHBOARD_DATA_DIR: unreadable }), /Cannot read the admin token file .*EISDIR.*check the file's permissions or set SWITCHBOARD_ADMIN_TOKEN/);
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
   it('reads the admin token from the data folder when the environment has none', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'sb-cli-'));
     try {
@@ -175,11 +235,11 @@ describe('switchboard CLI', () => {
       cli(['keys', 'list'], { SWITCHBOARD_URL: `http://127.0.0.1:${closed}` }),
     ]);
     expectError(missing, /^error: No key with id 'key_missing'\. \[not_found, HTTP 404\]$/m);
-    expectError(badToken, /Incorrect admin token\. \[invalid_admin_token, HTTP 401\]/);
+    expectError(badToken, /Incorrect admin token\. The token from SWITCHBOARD_ADMIN_TOKEN is not this gateway's .*\[invalid_admin_token, HTTP 401\]/);
     expectError(unreachable, new RegExp(`cannot reach Switchboard at http://127\\.0\\.0\\.1:${closed} \\(ECONNREFUSED\\)`));
     // The same code in this process, for the cases that need no second process to show.
     expectError(await inProcess(['usage', '--since', 'last tuesday']), /Invalid value for 'since'.*\[invalid_value, HTTP 400\]/);
-    expectError(await inProcess(['keys', 'update', 'key_missing', '--rpm', 'fast']), /--rpm must be a whole number or 'none', got 'fast'/);
+    expectError(await inProcess(['keys', 'update', 'key_missing', '--rpm', 'fast']), /invalid value for --rpm: 'fast'; it must be a whole number, 1 or more, or 'none'/);
     expectError(await inProcess(['keys', 'update', 'key_missing']), /nothing to update/);
     expectError(await inProcess(['keys', 'create']), /keys create needs --name/);
     expectError(await inProcess(['keys', 'list', '--bogus']), /unknown option '--bogus'/);

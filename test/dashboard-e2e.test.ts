@@ -15,7 +15,7 @@ import { testPrices } from './support/test-catalog.js';
 const chromiumPath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const haveChromium = existsSync(chromiumPath);
 const screenshots = fileURLToPath(new URL('../docs/screenshots/', import.meta.url));
-const adminToken = 'sb-admin-test-token';
+const adminToken = 'sb-admin-test-token-5f9c2e7a1d3b';
 
 if (!haveChromium && !process.env.CI) {
   console.warn(`\n[dashboard-e2e] SKIPPED: no Chromium at ${chromiumPath}. Install it with: apt-get install -y chromium\n`);

@@ -68,7 +68,7 @@ describe('load balancing over deployments', () => {
     for (const entry of entries) {
       const served = entry.attempts[0].deployment;
       expect(served === 'lb-east/balanced-east' || served === 'lb-west/balanced-west').toBe(true);
-      expect(entry.costNanos).toBe(nanos(served === 'lb-east/balanced-east' ? balancedPrices.east : balancedPrices.west));
+      expect(Math.round(entry.cost_usd * 1e9)).toBe(nanos(served === 'lb-east/balanced-east' ? balancedPrices.east : balancedPrices.west));
     }
   });
 

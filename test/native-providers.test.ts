@@ -247,7 +247,7 @@ describe('Anthropic failures and the fallback chain', () => {
       ['anthropic-double/claude-test', 'overloaded', 529],
       ['double/alpha', 'success', null],
     ]);
-    expect(entry).toMatchObject({ servedModel: 'svc/alpha', promptTokens: 10, completionTokens: 3 });
+    expect(entry).toMatchObject({ served_model: 'svc/alpha', prompt_tokens: 10, completion_tokens: 3 });
   });
 
   it('treats `event: error` overloaded after HTTP 200, before any content, as a failure before the first token', async () => {

@@ -432,6 +432,29 @@ function storeConformance(name: string, makeTarget: () => StoreTarget): void {
       });
     });
 
+    describe('dashboard sign-outs', () => {
+      it('keeps a signed-out session ended for every store on the database, until its expiry sweeps it', async () => {
+        const db = target.fresh();
+        const store = await open(db);
+        const later = new Date(Date.now() + 3600_000).toISOString();
+        expect(await store.isDashboardSessionEnded('session-a')).toBe(false);
+        await store.endDashboardSession('session-a', later);
+        await store.endDashboardSession('session-a', later); // a second sign-out of the same cookie is harmless
+        expect(await store.isDashboardSessionEnded('session-a')).toBe(true);
+        expect(await store.isDashboardSessionEnded('session-b')).toBe(false);
+        // Another process on the same database (or this one, restarted) sees it too.
+        const other = await open(db);
+        expect(await other.isDashboardSessionEnded('session-a')).toBe(true);
+
+        // Rows of sessions that have expired anyway are swept at the next sign-out.
+        await other.endDashboardSession('session-old', new Date(Date.now() - 1000).toISOString());
+        await other.endDashboardSession('session-c', later);
+        expect(await other.isDashboardSessionEnded('session-old')).toBe(false);
+        expect(await other.isDashboardSessionEnded('session-c')).toBe(true);
+        expect(await other.isDashboardSessionEnded('session-a')).toBe(true);
+      });
+    });
+
     describe('migrations', () => {
       it('run again on an open store and on reopening, keeping data', async () => {
         const db = target.fresh();

@@ -72,7 +72,7 @@ function makeJob(replyTo: string, overrides: Partial<CompletionJob> = {}): Compl
     replyTo,
     keyId: 'key_test',
     targets: ['svc/alpha'],
-    request: { model: 'svc/alpha', messages: [{ role: 'user', content: 'hi' }], stream: true } as CompletionJob['request'],
+    request: { source: 'openai', model: 'svc/alpha', messages: [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }], n: 1, stream: true },
     stream: true,
     enqueuedAt: Date.now(),
     ...overrides,

@@ -1,5 +1,4 @@
-import { readFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { adminTokenPath, dataDirectory, findAdminToken } from '../shared/admin-token.js';
 
 // The CLI's view of a running gateway: where it is, the admin token, and requests to the admin
 // API. Every failure becomes a CliError whose message is one line for the terminal.
@@ -9,25 +8,26 @@ export class CliError extends Error {}
 export interface Connection {
   url: string;
   token: string;
+  /** Where the token came from, so a refusal can say which setting to fix. */
+  tokenSource: string;
 }
 
 export const DEFAULT_URL = 'http://127.0.0.1:8080';
 
-/** SWITCHBOARD_URL (or --url), and the token from SWITCHBOARD_ADMIN_TOKEN or the data folder's admin-token file. */
+/** SWITCHBOARD_URL (or --url), and the admin token found by the server's own rules (shared/admin-token.ts). */
 export function resolveConnection(environment: NodeJS.ProcessEnv, urlOption?: string): Connection {
   const url = (urlOption ?? environment.SWITCHBOARD_URL ?? DEFAULT_URL).replace(/\/+$/, '');
   if (!/^https?:\/\/[^/]+/.test(url)) throw new CliError(`the gateway address must be an http(s) URL, got '${url}' (SWITCHBOARD_URL or --url)`);
-  const fromEnvironment = environment.SWITCHBOARD_ADMIN_TOKEN?.trim();
-  if (fromEnvironment) return { url, token: fromEnvironment };
-  const path = join(resolve(environment.SWITCHBOARD_DATA_DIR || './data'), 'admin-token');
-  let token = '';
+  let found;
   try {
-    token = readFileSync(path, 'utf8').trim();
-  } catch {
-    throw new CliError(`no admin token: set SWITCHBOARD_ADMIN_TOKEN, or run where the gateway keeps its data (${path} was not found; SWITCHBOARD_DATA_DIR moves it)`);
+    found = findAdminToken(environment);
+  } catch (error) {
+    throw new CliError(`${(error as Error).message}; check the file's permissions or set SWITCHBOARD_ADMIN_TOKEN`);
   }
-  if (!token) throw new CliError(`no admin token: ${path} is empty`);
-  return { url, token };
+  const path = adminTokenPath(dataDirectory(environment));
+  if (!found) throw new CliError(`no admin token: set SWITCHBOARD_ADMIN_TOKEN, or run where the gateway keeps its data (${path} was not found; SWITCHBOARD_DATA_DIR moves it)`);
+  if (!found.token) throw new CliError(`no admin token: ${path} is empty; set SWITCHBOARD_ADMIN_TOKEN, or restart the gateway after deleting the file to have one generated`);
+  return { url, token: found.token, tokenSource: found.source === 'file' ? path : 'SWITCHBOARD_ADMIN_TOKEN' };
 }
 
 interface ApiErrorBody {
@@ -63,9 +63,19 @@ export async function adminCall<T>(connection: Connection, method: string, path:
   const error = (parsed as ApiErrorBody | undefined)?.error;
   if (error && typeof error.message === 'string') {
     const code = typeof error.code === 'string' ? error.code : typeof error.type === 'string' ? error.type : 'error';
-    throw new CliError(`${oneLine(error.message)} [${code}, HTTP ${response.status}]`);
+    throw new CliError(`${oneLine(error.message)}${advice(code, connection, response)} [${code}, HTTP ${response.status}]`);
   }
   throw new CliError(`${connection.url} answered HTTP ${response.status}${text ? `: ${oneLine(text).slice(0, 200)}` : ''}`);
+}
+
+/** What the user can do about the refusals that come from their own set-up rather than their input. */
+function advice(code: string, connection: Connection, response: Response): string {
+  if (code === 'invalid_admin_token') return ` The token from ${connection.tokenSource} is not this gateway's (${connection.url}); set SWITCHBOARD_ADMIN_TOKEN to the gateway's admin token.`;
+  if (code === 'too_many_attempts') {
+    const seconds = response.headers.get('retry-after');
+    return ` Fix the admin token${seconds ? `, then try again in ${seconds} s` : ', then try again later'}.`;
+  }
+  return '';
 }
 
 function oneLine(text: string): string {

@@ -1,7 +1,8 @@
-import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { adminCall, CliError, DEFAULT_URL, resolveConnection, type Connection } from './admin-client.js';
+import { numberOrNone, parseCommandLine, type Options } from './arguments.js';
 import { count, orDash, table, time, usd, type Column } from './format.js';
 import type { UsageRow } from '../shared/store/store.js';
+import { requestsCommand, requestsHelp } from './requests-command.js';
 
 // `switchboard`: manage keys and read usage of a running gateway through its admin API.
 // A thin HTTP client: every rule (validation, limits) lives in the server, whose errors are
@@ -26,21 +27,22 @@ Usage
                         Requests, tokens and cost; TIME is ISO 8601 (since inclusive,
                         until exclusive), e.g. 2026-11-01 or 2026-11-01T12:00:00Z.
 
+${requestsHelp}
+
 Options
   --json                Print the admin API's JSON instead of a table.
   --url URL             The gateway (default: SWITCHBOARD_URL, else ${DEFAULT_URL}).
   -h, --help            This help.
 
-The admin token comes from SWITCHBOARD_ADMIN_TOKEN, else from the admin-token file in the
-gateway's data folder (SWITCHBOARD_DATA_DIR, default ./data).`;
+The admin token is found as the gateway finds it: SWITCHBOARD_ADMIN_TOKEN, else the admin-token
+file in the data folder (SWITCHBOARD_DATA_DIR, default ./data). Run the CLI with the gateway's
+environment or in its working folder.`;
 
 interface Output {
   out: (text: string) => void;
   err: (text: string) => void;
 }
 
-type Options = ParseArgsConfig['options'];
-const common = { json: { type: 'boolean' }, url: { type: 'string' }, help: { type: 'boolean', short: 'h' } } as const satisfies Options;
 const keyFields = {
   name: { type: 'string' },
   budget: { type: 'string' },
@@ -68,36 +70,19 @@ interface ApiKey {
 }
 
 function parse<O extends Options>(args: string[], options: O, positionals: number) {
-  let parsed;
-  try {
-    parsed = parseArgs({ args, options: { ...common, ...options }, allowPositionals: true, strict: true });
-  } catch (error) {
-    // Node's messages go on to explain '--' for positionals; the first sentence says what is wrong.
-    const first = (error as Error).message.split(/\.\s/)[0]!.replace(/\.$/, '');
-    throw new CliError(`${first.charAt(0).toLowerCase()}${first.slice(1)}. See 'switchboard --help'.`);
-  }
-  if (parsed.positionals.length > positionals) throw new CliError(`unexpected argument '${parsed.positionals[positionals]}'. See 'switchboard --help'.`);
-  return parsed;
+  return parseCommandLine(args, options, positionals);
 }
 
-/** "none" clears a setting; anything else must be a number (the server checks the rest). */
-function numberOrNone(option: string, raw: string | undefined, integer: boolean): number | null | undefined {
-  if (raw === undefined) return undefined;
-  if (raw.toLowerCase() === 'none') return null;
-  const value = Number(raw);
-  if (raw.trim() === '' || !Number.isFinite(value) || (integer && !Number.isInteger(value))) {
-    throw new CliError(`--${option} must be ${integer ? 'a whole number' : 'a number'} or 'none', got '${raw}'`);
-  }
-  return value;
-}
+const budgetRule = { integer: false, minimum: 0, unit: 'US dollars' };
+const limitRule = { integer: true, minimum: 1 };
 
 function keyBody(values: Record<string, unknown>, forUpdate: boolean): Record<string, unknown> {
   const body: Record<string, unknown> = {};
   if (values.name !== undefined) body.name = values.name;
-  const budget = numberOrNone('budget', values.budget as string | undefined, false);
-  const rpm = numberOrNone('rpm', values.rpm as string | undefined, true);
-  const tpm = numberOrNone('tpm', values.tpm as string | undefined, true);
-  const concurrent = numberOrNone('max-concurrent', values['max-concurrent'] as string | undefined, true);
+  const budget = numberOrNone('budget', values.budget as string | undefined, budgetRule);
+  const rpm = numberOrNone('rpm', values.rpm as string | undefined, limitRule);
+  const tpm = numberOrNone('tpm', values.tpm as string | undefined, limitRule);
+  const concurrent = numberOrNone('max-concurrent', values['max-concurrent'] as string | undefined, limitRule);
   if (budget !== undefined) body.budget_usd = budget;
   if (values.period !== undefined) body.budget_period = values.period;
   if (rpm !== undefined) body.rpm = rpm;
@@ -257,6 +242,9 @@ export async function main(argv: string[], environment: NodeJS.ProcessEnv = proc
         break;
       case 'usage':
         await usageCommand(rest, environment, io);
+        break;
+      case 'requests':
+        await requestsCommand(rest, environment, io, HELP);
         break;
       case undefined:
       case 'help':

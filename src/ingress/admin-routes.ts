@@ -4,8 +4,10 @@ import type { Logger } from 'pino';
 import { z } from 'zod';
 import type { Counters } from '../shared/counters/counters.js';
 import { GatewayError } from '../shared/errors.js';
-import { generateApiKey, tokensEqual } from '../shared/keys/api-key.js';
-import type { KeyPatch, KeyRecord, NewKey, Store, UsageFilter } from '../shared/store/store.js';
+import { generateApiKey } from '../shared/keys/api-key.js';
+import type { KeyPatch, KeyRecord, NewKey, Store } from '../shared/store/store.js';
+import { maxQueryTextLength, publicRequest, requestsQuery, usageQuery, validate } from './admin-query.js';
+import { AdminTokenGuard, clientAddress } from './admin-token-guard.js';
 import { parseJsonBody, readBody } from './body-reader.js';
 import { replyError, replyJson, type ReplyState } from './http-reply.js';
 import type { KeyDirectory } from './key-directory.js';
@@ -20,6 +22,13 @@ export interface AdminDependencies {
   logger: Logger;
   /** Tells other ingress instances that a key changed (scaled out); a no-op in one process. */
   announceKeyChange?: (publicId: string) => void | Promise<void>;
+  /** Made on first use by adminTokenGuard(), so the bearer API and the dashboard share one. */
+  tokenGuard?: AdminTokenGuard;
+}
+
+/** The process's one guard of the admin token (backoff per client address). */
+export function adminTokenGuard(dependencies: AdminDependencies): AdminTokenGuard {
+  return (dependencies.tokenGuard ??= new AdminTokenGuard(dependencies.adminToken));
 }
 
 const nullablePositiveInt = z.number().int().min(1).nullable();
@@ -33,11 +42,6 @@ const keyFields = {
 };
 const createSchema = z.object({ ...keyFields, budget_usd: keyFields.budget_usd.optional(), budget_period: keyFields.budget_period.optional(), rpm: nullablePositiveInt.optional(), tpm: nullablePositiveInt.optional(), max_concurrent: nullablePositiveInt.optional() }).strict();
 const patchSchema = z.object(keyFields).partial().strict();
-const isoDate = z.string().refine((value) => !Number.isNaN(Date.parse(value)), 'must be an ISO 8601 date or time');
-const usageQuerySchema = z
-  .object({ key_id: z.string().optional(), model: z.string().optional(), since: isoDate.optional(), until: isoDate.optional(), group_by: z.enum(['key', 'model', 'day']).optional(), limit: z.coerce.number().int().min(1).max(1000).optional() })
-  .strict();
-
 export function publicKey(record: KeyRecord): Record<string, unknown> {
   return {
     id: record.id,
@@ -55,15 +59,6 @@ export function publicKey(record: KeyRecord): Record<string, unknown> {
     last_used_at: record.lastUsedAt,
     status: record.revokedAt ? 'revoked' : 'active',
   };
-}
-
-function validate<T>(schema: z.ZodType<T>, value: unknown): T {
-  const parsed = schema.safeParse(value);
-  if (parsed.success) return parsed.data;
-  const issue = parsed.error.issues[0]!;
-  const param = issue.path.join('.') || null;
-  if (issue.code === 'unrecognized_keys') throw new GatewayError('unknown_parameter', `Unrecognized argument: ${issue.keys.join(', ')}`, { param: issue.keys[0] ?? null });
-  throw new GatewayError('invalid_value', `Invalid value for '${param ?? 'body'}': ${issue.message}`, { param });
 }
 
 function toPatch(body: z.infer<typeof patchSchema>): KeyPatch {
@@ -88,9 +83,11 @@ export interface AdminRoute {
 }
 
 export function registerAdminRoutes(app: TemplatedApp, dependencies: AdminDependencies, maxBodyBytes: number): void {
+  const guard = adminTokenGuard(dependencies);
   for (const { method, path, action, withBody } of adminRoutes(dependencies)) {
     app[method](`/admin/v1${path}`, (res: HttpResponse, req: HttpRequest) => {
       const authorization = req.getHeader('authorization');
+      const client = clientAddress(res);
       const parameter = path.includes(':') ? decodeURIComponent(req.getParameter(0) ?? '') : '';
       const query = req.getQuery() ?? '';
       const state: ReplyState = { aborted: false, done: false, requestId: randomUUID() };
@@ -100,8 +97,7 @@ export function registerAdminRoutes(app: TemplatedApp, dependencies: AdminDepend
       const run = async () => {
         const body = withBody ? await readBody(res, maxBodyBytes, state) : undefined;
         if (withBody && body === undefined) return;
-        const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
-        if (!match || !tokensEqual(match[1]!, dependencies.adminToken)) throw new GatewayError('invalid_admin_token', 'Incorrect admin token.');
+        guard.checkBearer(client, authorization);
         const [status, result] = await action({ res, state, parameter, query, body: body ? parseJsonBody(body) : undefined });
         replyJson(res, state, status, JSON.stringify(result));
       };
@@ -116,7 +112,8 @@ export function adminRoutes(dependencies: AdminDependencies): AdminRoute[] {
   const route = (method: AdminRoute['method'], path: string, action: AdminAction, withBody = false) => routes.push({ method, path, action, withBody });
 
   async function existingKey(id: string): Promise<KeyRecord> {
-    const record = await store.getKey(id);
+    // No key id holds a control character, and PostgreSQL refuses NUL in text: answer without asking it.
+    const record = /[\u0000-\u001f\u007f]/.test(id) || id.length > maxQueryTextLength ? null : await store.getKey(id);
     if (!record) throw new GatewayError('not_found', `No key with id '${id}'.`, { param: 'id' });
     return record;
   }
@@ -183,17 +180,7 @@ export function adminRoutes(dependencies: AdminDependencies): AdminRoute[] {
     return [200, publicKey(record)];
   });
 
-  function usageFilter(query: string): UsageFilter & { limit?: number } {
-    // An empty parameter (key_id=) means "any", as forms and scripts send it.
-    const params = Object.fromEntries([...new URLSearchParams(query)].filter(([, value]) => value !== ''));
-    const input = validate(usageQuerySchema, params);
-    return { keyId: input.key_id, model: input.model, since: input.since, until: input.until, groupBy: input.group_by, limit: input.limit };
-  }
-
-  route('get', '/usage', async ({ query }) => [200, { object: 'list', data: await store.queryUsage(usageFilter(query)) }]);
-  route('get', '/requests', async ({ query }) => {
-    const entries = await store.listLedger(usageFilter(query));
-    return [200, { object: 'list', data: entries.map((entry) => ({ ...entry, costUsd: entry.costNanos / 1e9 })) }];
-  });
+  route('get', '/usage', async ({ query }) => [200, { object: 'list', data: await store.queryUsage(usageQuery(query)) }]);
+  route('get', '/requests', async ({ query }) => [200, { object: 'list', data: (await store.listLedger(requestsQuery(query))).map(publicRequest) }]);
   return routes;
 }

@@ -1,7 +1,7 @@
 import { highestPricing, type ModelEntry } from '../shared/catalog/catalog-types.js';
-import { choiceCount, type ChatRequest } from '../shared/chat-request-schema.js';
 import type { Counters, RateLimitState } from '../shared/counters/counters.js';
 import { GatewayError, invalidApiKey } from '../shared/errors.js';
+import type { InternalRequest } from '../shared/internal/request.js';
 import { costNanos, usdToNanos } from '../shared/pricing.js';
 import type { KeyRecord } from '../shared/store/store.js';
 import { countPromptTokens } from '../shared/token-counter.js';
@@ -42,15 +42,15 @@ export function rateLimitHeaders(state: RateLimitState): Array<[string, string]>
 }
 
 /** The output ceiling a target may spend: the request's max tokens, capped by the model's own limit. */
-function outputCeiling(request: ChatRequest, model: ModelEntry): number {
-  const asked = request.max_completion_tokens ?? request.max_tokens;
+function outputCeiling(request: InternalRequest, model: ModelEntry): number {
+  const asked = request.maxOutputTokens;
   return asked ? Math.min(asked, model.maxOutputTokens) : model.maxOutputTokens;
 }
 
-export async function admitRequest(counters: Counters, key: KeyRecord, request: ChatRequest, targets: ModelEntry[], requestId: string): Promise<AdmittedRequest> {
+export async function admitRequest(counters: Counters, key: KeyRecord, request: InternalRequest, targets: ModelEntry[], requestId: string): Promise<AdmittedRequest> {
   const needsTokens = key.tpm !== null || key.budgetUsd !== null;
   const promptTokens = needsTokens ? countPromptTokens(request) : 0;
-  const choices = choiceCount(request);
+  const choices = request.n;
   let reserveNanos = 0;
   let tokens = 0;
   if (needsTokens) {
@@ -80,7 +80,7 @@ export async function admitRequest(counters: Counters, key: KeyRecord, request: 
   const retryAfterSeconds = admission.retryAfterSeconds;
   if (admission.reason === 'budget_exceeded') {
     const period = key.budgetPeriod === 'none' ? 'total' : key.budgetPeriod;
-    const ceiling = request.max_completion_tokens ?? request.max_tokens ? 'max_tokens' : "the model's output limit";
+    const ceiling = request.maxOutputTokens !== undefined ? 'max_tokens' : "the model's output limit";
     let next = 'Lower max_tokens or raise the budget.';
     if (retryAfterSeconds === IN_FLIGHT_RETRY_SECONDS) next = 'Requests in flight will release what they do not spend within seconds.';
     else if (retryAfterSeconds !== undefined) next = `The budget starts afresh at ${new Date(Date.now() + retryAfterSeconds * 1000).toISOString().replace(/:\d\d\.\d+Z$/, 'Z').replace(/T00:00Z$/, ' 00:00 UTC')}.`;

@@ -8,11 +8,17 @@ import type { Store } from '../shared/store/store.js';
 import type { IngressTransport } from '../shared/transport/transport.js';
 import { registerAdminRoutes, type AdminDependencies } from './admin-routes.js';
 import { authenticate } from './authenticate.js';
-import { createChatCompletionsHandler } from './chat-completions-route.js';
 import { replyError, replyJson, type ReplyState } from './http-reply.js';
+import { replyRendered } from './pipeline/surface-reply.js';
 import { JobRouter } from './job-router.js';
 import { KeyDirectory } from './key-directory.js';
 import { modelsListBody } from './models-route.js';
+import { createSurfaceHandler } from './pipeline/request-pipeline.js';
+import { createSurfaceJsonRoute } from './pipeline/surface-json-route.js';
+import { chatCompletionsSurface } from './surfaces/chat-completions/chat-surface.js';
+import { countMessageTokens } from './surfaces/messages/count-tokens.js';
+import { renderMessagesError } from './surfaces/messages/messages-errors.js';
+import { messagesSurface } from './surfaces/messages/messages-surface.js';
 import { loadUws } from './uws-loader.js';
 
 export interface IngressOptions {
@@ -83,7 +89,7 @@ export async function startIngress(options: IngressOptions): Promise<RunningIngr
     await authenticate(keys, authorization);
     throw new GatewayError('not_found', 'Look models up in the list at GET /v1/models.');
   }));
-  app.post('/v1/chat/completions', createChatCompletionsHandler({
+  const pipeline = {
     catalog: options.catalog,
     counters: options.counters,
     keys,
@@ -94,10 +100,19 @@ export async function startIngress(options: IngressOptions): Promise<RunningIngr
     maxQueuedStreamBytes: options.maxQueuedStreamBytes,
     openRequests,
     lifecycle,
-  }));
+  };
+  app.post('/v1/chat/completions', createSurfaceHandler(chatCompletionsSurface, pipeline));
   app.any('/v1/chat/completions', simple(async () => {
     throw new GatewayError('method_not_allowed', 'Use POST for /v1/chat/completions.');
   }));
+  app.post('/v1/messages', createSurfaceHandler(messagesSurface, pipeline));
+  app.post('/v1/messages/count_tokens', createSurfaceJsonRoute(messagesSurface, pipeline, (body, headers) => countMessageTokens(options.catalog, body, headers)));
+  for (const path of ['/v1/messages', '/v1/messages/count_tokens']) {
+    app.any(path, (res) => {
+      const state: ReplyState = { aborted: false, done: false, requestId: randomUUID() };
+      replyRendered(res, state, renderMessagesError(new GatewayError('method_not_allowed', `Use POST for ${path}.`)));
+    });
+  }
   const admin: AdminDependencies = { store: options.store, counters: options.counters, keys, adminToken: options.adminToken, logger: options.logger, announceKeyChange: options.announceKeyChange };
   registerAdminRoutes(app, admin, options.maxBodyBytes);
   options.extend?.(app, { admin, catalog: options.catalog, maxBodyBytes: options.maxBodyBytes });

@@ -1,6 +1,6 @@
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
+import { adminTokenPath, assertStrongAdminToken, dataDirectory, findAdminToken } from './admin-token.js';
 
 export interface GatewayConfig {
   port: number;
@@ -32,7 +32,7 @@ export function readConfig(environment: NodeJS.ProcessEnv = process.env): Gatewa
   return {
     port: integer(environment, 'PORT', 8080),
     host: environment.HOST ?? '0.0.0.0',
-    dataDir: resolve(environment.SWITCHBOARD_DATA_DIR ?? './data'),
+    dataDir: dataDirectory(environment),
     maxBodyBytes: integer(environment, 'SWITCHBOARD_MAX_BODY_BYTES', 4 * 1024 * 1024),
     maxQueuedStreamBytes: integer(environment, 'SWITCHBOARD_MAX_STREAM_BUFFER_BYTES', 4 * 1024 * 1024),
     workerConcurrency: integer(environment, 'SWITCHBOARD_WORKER_CONCURRENCY', 512),
@@ -45,16 +45,20 @@ export function readConfig(environment: NodeJS.ProcessEnv = process.env): Gatewa
   };
 }
 
-/** SWITCHBOARD_ADMIN_TOKEN, or a token generated on first start and kept in the data folder. */
+/**
+ * SWITCHBOARD_ADMIN_TOKEN, or a token generated on first start and kept in the data folder (the
+ * CLI finds it by the same rules, see admin-token.ts). A weak token stops the start: it guards
+ * every key and the whole ledger.
+ */
 export function resolveAdminToken(config: GatewayConfig, environment: NodeJS.ProcessEnv = process.env): { token: string; generated: boolean; path?: string } {
-  if (environment.SWITCHBOARD_ADMIN_TOKEN) return { token: environment.SWITCHBOARD_ADMIN_TOKEN, generated: false };
-  const path = join(config.dataDir, 'admin-token');
-  try {
-    return { token: readFileSync(path, 'utf8').trim(), generated: false, path };
-  } catch {
-    mkdirSync(config.dataDir, { recursive: true });
-    const token = `sb-admin-${randomBytes(24).toString('base64url')}`;
-    writeFileSync(path, `${token}\n`, { mode: 0o600 });
-    return { token, generated: true, path };
+  const found = findAdminToken(environment, config.dataDir);
+  if (found) {
+    assertStrongAdminToken(found);
+    return { token: found.token, generated: false, path: found.path };
   }
+  const path = adminTokenPath(config.dataDir);
+  mkdirSync(config.dataDir, { recursive: true });
+  const token = `sb-admin-${randomBytes(24).toString('base64url')}`;
+  writeFileSync(path, `${token}\n`, { mode: 0o600 });
+  return { token, generated: true, path };
 }

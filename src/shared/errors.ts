@@ -16,6 +16,7 @@ export const errorCatalog = {
   provider_not_configured: { status: 503, type: 'server_error' },
   budget_exceeded: { status: 402, type: 'insufficient_quota' },
   rate_limit_exceeded: { status: 429, type: 'rate_limit_error' },
+  too_many_attempts: { status: 429, type: 'rate_limit_error' },
   upstream_rate_limited: { status: 429, type: 'rate_limit_error' },
   upstream_error: { status: 502, type: 'server_error' },
   upstream_timeout: { status: 504, type: 'server_error' },

@@ -1,6 +1,6 @@
-import type { ChatRequest } from './chat-request-schema.js';
 import type { ErrorDescription } from './errors.js';
-import type { CompletionChoice, FinishReason, ToolCallDelta } from './providers/provider-adapter.js';
+import type { InternalRequest } from './internal/request.js';
+import type { CompletionChoice, FinishDetail, FinishReason, ToolCallDelta } from './providers/provider-adapter.js';
 import type { BudgetPeriod } from './store/store.js';
 import type { Usage } from './usage.js';
 
@@ -12,7 +12,7 @@ export interface CompletionJob {
   keyId: string;
   /** Model IDs to try in order: the requested model, then its fallbacks. */
   targets: string[];
-  request: ChatRequest;
+  request: InternalRequest;
   stream: boolean;
   /** A budget reservation to settle when the job ends, if admission made one. */
   reservationId?: string;
@@ -27,7 +27,7 @@ export interface AttemptRecord {
   /** `<provider>/<upstream model>` that was tried; absent when no deployment was reached (unknown model). */
   deployment?: string;
   /** `cooling_down`: every deployment of the model was in a cool-down, so none was called. */
-  outcome: 'success' | 'rate_limit' | 'overloaded' | 'server_error' | 'timeout' | 'connection' | 'bad_request' | 'auth' | 'not_found' | 'cancelled' | 'not_configured' | 'cooling_down' | 'error_after_first_token';
+  outcome: 'success' | 'rate_limit' | 'overloaded' | 'server_error' | 'timeout' | 'connection' | 'bad_request' | 'auth' | 'not_found' | 'cancelled' | 'internal' | 'not_configured' | 'cooling_down' | 'error_after_first_token';
   status?: number;
   message?: string;
   latencyMs: number;
@@ -39,7 +39,11 @@ export interface ChoiceDelta {
   toolCalls?: ToolCallDelta[];
   refusal?: string;
   logprobs?: unknown;
+  reasoning?: string;
+  signature?: string;
+  redactedReasoning?: string;
   finishReason?: FinishReason;
+  finishDetail?: FinishDetail;
 }
 
 /**

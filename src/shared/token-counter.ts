@@ -1,4 +1,6 @@
-import type { ChatMessage, ChatRequest } from './chat-request-schema.js';
+import { nonTextPartTokenBound } from './input-token-bounds.js';
+import type { ContentPart, InternalMessage } from './internal/parts.js';
+import type { InternalRequest } from './internal/request.js';
 
 // Counts tokens when a provider reports none (and to size budget reservations). o200k_base is
 // OpenAI's current encoding; for other vendors' models it is an estimate, which is why records
@@ -37,10 +39,28 @@ function encodedLength(text: string): number {
   return encoder!(text).length;
 }
 
-/** Rough count (a character is never more than one token) until the encoder has loaded. */
-export function countTextTokens(text: string): number {
-  if (text.length === 0) return 0;
-  if (!encoder) return Math.ceil(text.length / 2);
+/**
+ * Byte-pair encoding runs on the event loop at about 7 MB/s: four 4 MiB prompts held every other
+ * request (and /healthz) for over 2 s. So at most this many characters of one count are encoded.
+ * For a reservation, text beyond it counts as its UTF-8 length in bytes, which bounds the token
+ * count from above (every token of a byte-level BPE such as o200k_base covers at least one byte).
+ * For an estimate of usage a provider did not report, it counts at the tokens-per-byte ratio of
+ * the text that was encoded.
+ */
+export const exactCountLimit = 128 * 1024;
+
+/** Reservations need an upper bound; usage estimates need the nearest count. */
+export type CountPurpose = 'reservation' | 'estimate';
+
+/** The cheap upper bound used for text that is not encoded. */
+export function tokenUpperBound(text: string): number {
+  return Buffer.byteLength(text, 'utf8');
+}
+
+/** English runs at about 4.5 bytes a token, code at 3.5, CJK at under 2: a ratio before any was measured. */
+const fallbackTokensPerByte = 1 / 3;
+
+function encodePieces(text: string): number {
   if (text.length <= longWord) return encodedLength(text);
   let total = 0;
   let piece = '';
@@ -62,22 +82,82 @@ export function countTextTokens(text: string): number {
   return total;
 }
 
-function messageText(message: ChatMessage): string {
-  let text = message.role;
-  const content = message.content;
-  if (typeof content === 'string') text += content;
-  else if (Array.isArray(content)) {
-    for (const part of content) if (typeof (part as { text?: unknown }).text === 'string') text += (part as { text: string }).text;
+/** Counts the texts of one request or answer, encoding at most exactCountLimit characters in all. */
+class TokenTally {
+  private remaining = exactCountLimit;
+  private encodedTokens = 0;
+  private encodedBytes = 0;
+
+  constructor(private readonly purpose: CountPurpose) {}
+
+  count(text: string): number {
+    if (text.length === 0) return 0;
+    if (!encoder) return tokenUpperBound(text);
+    if (text.length <= this.remaining) return this.encode(text);
+    if (this.purpose === 'reservation') return tokenUpperBound(text);
+    const headLength = Math.max(0, this.remaining);
+    const head = headLength > 0 ? this.encode(text.slice(0, headLength)) : 0;
+    const ratio = this.encodedBytes > 0 ? this.encodedTokens / this.encodedBytes : fallbackTokensPerByte;
+    return head + Math.ceil(tokenUpperBound(text.slice(headLength)) * ratio);
   }
-  if (message.role === 'assistant' && message.tool_calls) {
-    for (const call of message.tool_calls) text += call.function.name + call.function.arguments;
+
+  private encode(text: string): number {
+    const tokens = encodePieces(text);
+    this.remaining -= text.length;
+    this.encodedTokens += tokens;
+    this.encodedBytes += tokenUpperBound(text);
+    return tokens;
   }
-  return text;
 }
 
-export function countPromptTokens(request: ChatRequest): number {
+/** An estimate of the tokens of `text` (a completion a provider reported no usage for). */
+export function countTextTokens(text: string): number {
+  return new TokenTally('estimate').count(text);
+}
+
+function partContent(part: ContentPart, into: { text: string; nonTextTokens: number }): void {
+  switch (part.type) {
+    case 'text':
+    case 'reasoning':
+    case 'refusal':
+      into.text += part.text;
+      return;
+    case 'tool_call':
+      into.text += part.name + part.arguments;
+      return;
+    case 'tool_result':
+      if (typeof part.content === 'string') into.text += part.content;
+      else for (const inner of part.content) partContent(inner, into);
+      return;
+    case 'opaque':
+      into.text += JSON.stringify(part.value);
+      return;
+    default:
+      into.nonTextTokens += nonTextPartTokenBound(part);
+  }
+}
+
+function messageContent(message: InternalMessage): { text: string; nonTextTokens: number } {
+  const into = { text: message.role as string, nonTextTokens: 0 };
+  for (const part of message.content) partContent(part, into);
+  return into;
+}
+
+/**
+ * An upper bound (exact for OpenAI models on short prompts) of the prompt tokens a request costs:
+ * message text, tool definitions, tool choice and a response_format schema by the tokenizer (see
+ * exactCountLimit), and images, audio and files by input-token-bounds.ts.
+ */
+export function countPromptTokens(request: InternalRequest, purpose: CountPurpose = 'reservation'): number {
+  const tally = new TokenTally(purpose);
   let total = tokensPerReply;
-  for (const message of request.messages) total += tokensPerMessage + countTextTokens(messageText(message));
-  if (request.tools) total += countTextTokens(JSON.stringify(request.tools));
+  for (const message of request.messages) {
+    const { text, nonTextTokens } = messageContent(message);
+    // The tokenizer cannot count images, audio or files; estimates leave them out, as before.
+    total += tokensPerMessage + tally.count(text) + (purpose === 'reservation' ? nonTextTokens : 0);
+  }
+  if (request.tools) total += tally.count(JSON.stringify(request.tools));
+  if (request.toolChoice?.type === 'tool') total += tally.count(request.toolChoice.name);
+  if (request.responseFormat?.type === 'json_schema') total += tally.count(JSON.stringify(request.responseFormat));
   return total;
 }

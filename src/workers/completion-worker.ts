@@ -26,7 +26,7 @@ function usageOf(job: CompletionJob, outcome: ChainOutcome): Usage {
   const reported = outcome.result?.usage;
   if (reported) return reported;
   const completionText = outcome.result?.completionText ?? '';
-  return makeUsage(countPromptTokens(job.request), countTextTokens(completionText), true);
+  return makeUsage(countPromptTokens(job.request, 'estimate'), countTextTokens(completionText), true);
 }
 
 function ledgerStatus(outcome: ChainOutcome, cancelled: boolean): number {
@@ -43,7 +43,7 @@ export function createCompletionHandler(dependencies: CompletionWorkerDependenci
     control.publish({ type: 'accepted', worker: workerId });
     let outcome: ChainOutcome;
     try {
-      outcome = await runFallbackChain(job, control, catalog, client, { health });
+      outcome = await runFallbackChain(job, control, catalog, client, { health, logger });
     } catch (error) {
       logger.error({ err: error, jobId: job.id }, 'completion job crashed');
       outcome = { attempts: [], error: undefined };

@@ -10,7 +10,7 @@ import type { FailureKind, UpstreamFailure } from '../shared/providers/provider-
 //   - a 429, or any failure carrying retry-after, starts a cool-down at once;
 //   - other failures that say something about the deployment (5xx, overload, time-outs, connection
 //     errors, refused credentials, unknown model) start one after `failuresBeforeCooldown` in a row;
-//   - a 400 or a cancelled request says nothing about the deployment and changes nothing;
+//   - a 400, a cancelled request or the gateway's own failure says nothing about the deployment;
 //   - a cool-down lasts the provider's cooldownMs, or the provider's retry-after when that is longer;
 //   - when it is over, exactly one request is let through (the probe): success restores the
 //     deployment, failure starts a new cool-down. Other requests skip it while the probe runs.
@@ -36,7 +36,8 @@ interface Entry {
 /** A new latency sample counts for this share, so a few slow answers move the average but one does not. */
 const latencySmoothing = 0.3;
 
-const neutralKinds: ReadonlySet<FailureKind> = new Set(['bad_request', 'cancelled']);
+// 'internal' is the gateway's own failure (a request it could not build): the provider never saw it.
+const neutralKinds: ReadonlySet<FailureKind> = new Set(['bad_request', 'cancelled', 'internal']);
 
 export class DeploymentHealth {
   private readonly entries = new Map<string, Entry>();

@@ -1,14 +1,18 @@
+import type { Logger } from 'pino';
 import type { Catalog, ModelDeployment, ModelEntry, ProviderConfig } from '../shared/catalog/catalog-types.js';
 import { GatewayError, type ErrorCode } from '../shared/errors.js';
 import type { AttemptRecord, CompletionJob } from '../shared/job.js';
 import { adapterFor } from '../shared/providers/adapter-registry.js';
 import { fallbackableKinds, type UpstreamFailure } from '../shared/providers/provider-adapter.js';
 import type { JobControl } from '../shared/transport/transport.js';
-import { needsFanOut, runFanOut } from './choice-fan-out.js';
+import { callsPerTry } from '../shared/providers/provider-call-limit.js';
+import { failureDetail } from '../shared/providers/failure-messages.js';
+import { runChoices } from './choice-fan-out.js';
+import { ProviderCallBudget } from './provider-call-budget.js';
 import type { AttemptVerdict, DeploymentHealth } from './deployment-health.js';
 import { pickDeployment, soonestRecovery } from './deployment-picker.js';
 import type { ProviderClient } from './provider-client.js';
-import { runAttempt, type AttemptResult } from './target-attempt.js';
+import type { AttemptResult } from './target-attempt.js';
 
 // The retry policy of the gateway: the requested model, then each fallback in order. Within a
 // model, the deployments are tried one after another (see deployment-picker.ts for the order)
@@ -28,6 +32,8 @@ export interface ChainRouting {
   /** The worker process's deployment health; shared by every job it runs. */
   health: DeploymentHealth;
   random?: () => number;
+  /** Where each failed attempt's provider text goes, redacted and truncated. */
+  logger?: Logger;
 }
 
 const failureLabels: Record<UpstreamFailure['kind'], string> = {
@@ -40,21 +46,27 @@ const failureLabels: Record<UpstreamFailure['kind'], string> = {
   auth: 'refused the gateway credentials',
   not_found: 'does not know the model',
   cancelled: 'cancelled',
+  internal: 'failed inside the gateway',
 };
 
 const otherLabels: Partial<Record<AttemptRecord['outcome'], string>> = { not_configured: 'provider not configured', cooling_down: 'cooling down' };
 
-function describeAttempt(attempt: AttemptRecord, catalog: Catalog): string {
+/**
+ * One attempt as the client reads it. The ledger's record keeps the provider's own text (redacted
+ * and truncated); `clientMessages` holds what a client may see of it (see failure-messages.ts).
+ */
+function describeAttempt(attempt: AttemptRecord, catalog: Catalog, clientMessages: Map<AttemptRecord, string>): string {
   const status = attempt.status ? ` ${attempt.status}` : '';
   const label = otherLabels[attempt.outcome] ?? failureLabels[attempt.outcome as UpstreamFailure['kind']] ?? attempt.outcome;
   // Which deployment failed only matters to the reader when the model has several.
   const via = attempt.deployment && (catalog.models.get(attempt.model)?.deployments.length ?? 0) > 1 ? ` via ${attempt.deployment}` : '';
-  return `${attempt.model}${via}: ${label}${status}${attempt.message ? ` (${attempt.message})` : ''}`;
+  const message = clientMessages.get(attempt) ?? attempt.message;
+  return `${attempt.model}${via}: ${label}${status}${message ? ` (${message})` : ''}`;
 }
 
-function finalError(attempts: AttemptRecord[], catalog: Catalog, last: UpstreamFailure | undefined, retryAfter: number | undefined): GatewayError {
-  const describe = (attempt: AttemptRecord) => describeAttempt(attempt, catalog);
-  const summary = attempts.length === 1 ? `The model ${describe(attempts[0]!)}` : `All ${attempts.length} attempts failed: ${attempts.map(describe).join('; ')}`;
+function finalError(attempts: AttemptRecord[], catalog: Catalog, clientMessages: Map<AttemptRecord, string>, last: UpstreamFailure | undefined, retryAfter: number | undefined, callCapNote: string): GatewayError {
+  const describe = (attempt: AttemptRecord, position: number) => `${attempts.length > 1 ? `attempt ${position + 1}, ` : ''}${describeAttempt(attempt, catalog, clientMessages)}`;
+  const summary = (attempts.length === 1 ? `The model ${describe(attempts[0]!, 0)}` : `All ${attempts.length} attempts failed: ${attempts.map(describe).join('; ')}`) + callCapNote;
   if (!last) return new GatewayError('provider_not_configured', `${summary}. Set the provider's API key in the gateway's environment.`);
   const codes: Partial<Record<UpstreamFailure['kind'], ErrorCode>> = { rate_limit: 'upstream_rate_limited', timeout: 'upstream_timeout', bad_request: 'upstream_bad_request' };
   return new GatewayError(codes[last.kind] ?? 'upstream_error', summary, { retryAfterSeconds: last.kind === 'rate_limit' ? retryAfter : undefined });
@@ -76,6 +88,9 @@ function servedAs(model: ModelEntry, deployment: ModelDeployment): ModelEntry {
 export async function runFallbackChain(job: CompletionJob, control: JobControl, catalog: Catalog, client: ProviderClient, routing: ChainRouting): Promise<ChainOutcome> {
   const { health } = routing;
   const attempts: AttemptRecord[] = [];
+  const clientMessages = new Map<AttemptRecord, string>();
+  const budget = new ProviderCallBudget();
+  let callCapNote = '';
   let lastFailure: UpstreamFailure | undefined;
   let shortestRetryAfter: number | undefined;
   const noteFailure = (failure: UpstreamFailure) => {
@@ -83,7 +98,7 @@ export async function runFallbackChain(job: CompletionJob, control: JobControl, 
     if (failure.retryAfterSeconds !== undefined) shortestRetryAfter = Math.min(shortestRetryAfter ?? Infinity, failure.retryAfterSeconds);
   };
 
-  for (const [position, modelId] of job.targets.entries()) {
+  chain: for (const [position, modelId] of job.targets.entries()) {
     if (control.signal.aborted) break;
     const model = catalog.models.get(modelId);
     if (!model) {
@@ -121,12 +136,18 @@ export async function runFallbackChain(job: CompletionJob, control: JobControl, 
       tried.add(deployment.id);
       const provider = catalog.providers.get(deployment.provider)!;
       const adapter = adapterFor(provider.api);
+      if (!budget.take(callsPerTry(job.request, adapter))) {
+        // The cap on provider calls per request: what failed so far is the answer.
+        health.report(deployment.id, provider.cooldown, undefined, pick.probe);
+        callCapNote = `; stopped after ${budget.spent} provider calls, the most one request may make`;
+        break chain;
+      }
       const startedAt = performance.now();
       let result: AttemptResult | undefined;
       let verdict: AttemptVerdict | undefined;
       try {
         const input = { request: job.request, stream: job.stream, model, deployment, provider, adapter, client, control };
-        result = needsFanOut(job.request, adapter) ? await runFanOut(input) : await runAttempt(input);
+        result = await runChoices(input, budget);
         verdict = result.ok ? { kind: 'success', latencyMs: result.latencyMs } : { kind: 'failure', failure: result.failure };
       } finally {
         // Always reported, so a probe that ended in an exception does not hold the deployment forever.
@@ -139,12 +160,17 @@ export async function runFallbackChain(job: CompletionJob, control: JobControl, 
         return { attempts, servedModel: servedAs(model, deployment), result };
       }
       const { failure } = result;
-      attempts.push({
+      // The ledger keeps what the provider said (redacted, truncated); clients read failure.message.
+      const detail = failureDetail(failure, [provider.apiKey]);
+      const attempt: AttemptRecord = {
         ...record,
         outcome: result.started && failure.kind !== 'cancelled' ? 'error_after_first_token' : failure.kind,
         status: failure.status,
-        message: failure.message,
-      });
+        message: detail,
+      };
+      attempts.push(attempt);
+      clientMessages.set(attempt, failure.message);
+      routing.logger?.warn({ jobId: job.id, model: modelId, deployment: deployment.id, kind: failure.kind, status: failure.status, started: result.started, detail }, 'provider attempt failed');
       if (result.started) {
         // The client left mid-stream: no error to report; what was generated is still billed.
         if (failure.kind === 'cancelled') return { attempts, servedModel: servedAs(model, deployment), result };
@@ -153,6 +179,8 @@ export async function runFallbackChain(job: CompletionJob, control: JobControl, 
       }
       if (failure.kind === 'cancelled') return { attempts, result };
       if (result.gatewayError) return { attempts, result, error: result.gatewayError };
+      // Our own failure says nothing about the provider, and another target would fail the same way.
+      if (failure.kind === 'internal') return { attempts, result, error: new GatewayError('internal_error', `The gateway failed while trying ${modelId} (attempt ${attempts.length}); the provider was not at fault. Details are in the gateway's logs.`) };
       noteFailure(failure);
       if (!fallbackableKinds.has(failure.kind) && failure.kind !== 'auth' && failure.kind !== 'not_found') {
         return { attempts, result, error: new GatewayError('upstream_bad_request', `The model ${modelId} rejected the request: ${failure.message}`) };
@@ -160,5 +188,5 @@ export async function runFallbackChain(job: CompletionJob, control: JobControl, 
     }
   }
   if (control.signal.aborted) return { attempts };
-  return { attempts, error: finalError(attempts, catalog, lastFailure, shortestRetryAfter) };
+  return { attempts, error: finalError(attempts, catalog, clientMessages, lastFailure, shortestRetryAfter, callCapNote) };
 }

@@ -1,6 +1,8 @@
 import { Agent, errors as undiciErrors, type Dispatcher } from 'undici';
 import type { ProviderConfig } from '../shared/catalog/catalog-types.js';
+import { detailTextLimit, ourFailureMessage } from '../shared/providers/failure-messages.js';
 import type { ProviderHttpRequest, UpstreamFailure } from '../shared/providers/provider-adapter.js';
+import { capText } from '../shared/providers/redact.js';
 
 // The only place that talks HTTP to providers: one keep-alive pool per provider, so repeated
 // requests reuse warm connections, and failures are classified for the fallback chain.
@@ -26,7 +28,23 @@ function flattenHeaders(headers: Record<string, string | string[] | undefined>):
   return flat;
 }
 
-/** Maps network-level errors to failure kinds; `timeoutReason` names a timer of ours that fired. */
+/** Errors of undici that mean the gateway built something it cannot send, not that the network failed. */
+const ourUndiciErrors = [undiciErrors.InvalidArgumentError, undiciErrors.InvalidReturnValueError, undiciErrors.NotSupportedError];
+
+/** A failure of the network or the peer: undici's own errors and the system's socket errors (ECONNREFUSED, EPIPE, ...). */
+function isNetworkError(error: unknown): boolean {
+  if (ourUndiciErrors.some((type) => error instanceof type)) return false;
+  if (error instanceof undiciErrors.UndiciError) return true;
+  const code = (error as { code?: unknown })?.code;
+  return typeof code === 'string' && /^(?:(?!ERR_)E[A-Z0-9_]+|UND_ERR_[A-Z_]+)$/.test(code);
+}
+
+/**
+ * Maps errors thrown during an attempt to failure kinds; `timeoutReason` names a timer of ours that
+ * fired. Only network failures count as the provider's: anything else (a stack overflow while
+ * serialising, a bug of ours) is `internal`, so a client cannot make a healthy deployment look down.
+ * Messages are ours; what the error said (it may name host:port) is only the detail.
+ */
 export function classifyNetworkError(error: unknown, timeoutReason?: string): UpstreamFailure {
   if (timeoutReason) return { kind: 'timeout', message: timeoutReason };
   if (error instanceof undiciErrors.ConnectTimeoutError) return { kind: 'timeout', message: 'Connecting to the provider timed out.' };
@@ -35,9 +53,10 @@ export function classifyNetworkError(error: unknown, timeoutReason?: string): Up
   if (error instanceof UpstreamFailureError) return error.failure;
   const name = (error as { name?: string })?.name;
   if (name === 'AbortError' || (error as { code?: string })?.code === 'UND_ERR_ABORTED') return { kind: 'cancelled', message: 'The request was cancelled.' };
-  const code = (error as { code?: string })?.code ?? '';
-  const detail = (error as Error)?.message ?? String(error);
-  return { kind: 'connection', message: `Connection to the provider failed${code ? ` (${code})` : ''}: ${detail}` };
+  const detail = capText(`${name ?? 'Error'}: ${(error as Error)?.message ?? String(error)}`, detailTextLimit);
+  if (!isNetworkError(error)) return { kind: 'internal', message: ourFailureMessage('internal'), detail };
+  const code = (error as { code?: string }).code;
+  return { kind: 'connection', message: `${ourFailureMessage('connection')}${code ? ` (${code})` : ''}`, detail };
 }
 
 export class ProviderClient {

@@ -58,12 +58,15 @@ export interface RelayOptions {
 function appendDelta(batch: ChoiceDelta[], part: StreamPart & { type: 'delta' }, index: number): void {
   const last = batch[batch.length - 1];
   // Several content fragments of one choice in one network read go out as one chunk.
-  if (last && last.index === index && part.content !== undefined && !part.toolCalls && !part.refusal && !part.logprobs
-    && last.content !== undefined && !last.toolCalls && !last.refusal && !last.logprobs && !last.finishReason) {
+  if (last && last.index === index && part.content !== undefined && !part.toolCalls && !part.refusal && !part.logprobs && !hasReasoning(part)
+    && last.content !== undefined && !last.toolCalls && !last.refusal && !last.logprobs && !last.finishReason && !hasReasoning(last)) {
     last.content += part.content;
     return;
   }
   const delta: ChoiceDelta = { index };
+  if (part.reasoning !== undefined) delta.reasoning = part.reasoning;
+  if (part.signature !== undefined) delta.signature = part.signature;
+  if (part.redactedReasoning !== undefined) delta.redactedReasoning = part.redactedReasoning;
   if (part.content !== undefined) delta.content = part.content;
   if (part.toolCalls) delta.toolCalls = part.toolCalls;
   if (part.refusal !== undefined) delta.refusal = part.refusal;
@@ -71,8 +74,12 @@ function appendDelta(batch: ChoiceDelta[], part: StreamPart & { type: 'delta' },
   batch.push(delta);
 }
 
+function hasReasoning(delta: { reasoning?: string; signature?: string; redactedReasoning?: string }): boolean {
+  return delta.reasoning !== undefined || delta.signature !== undefined || delta.redactedReasoning !== undefined;
+}
+
 function deltaText(part: StreamPart & { type: 'delta' }): string {
-  let text = part.content ?? part.refusal ?? '';
+  let text = (part.content ?? part.refusal ?? '') + (part.reasoning ?? '');
   if (part.toolCalls) for (const call of part.toolCalls) text += (call.function?.name ?? '') + (call.function?.arguments ?? '');
   return text;
 }
@@ -104,7 +111,7 @@ export async function relayStream(body: AsyncIterable<Buffer>, translator: Strea
           appendDelta(batch, part, index);
         } else {
           finished = true;
-          batch.push({ index, finishReason: part.finishReason });
+          batch.push(part.detail ? { index, finishReason: part.finishReason, finishDetail: part.detail } : { index, finishReason: part.finishReason });
         }
       }
     }

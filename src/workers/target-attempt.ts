@@ -1,7 +1,8 @@
 import type { ModelDeployment, ModelEntry, ProviderConfig } from '../shared/catalog/catalog-types.js';
-import type { ChatRequest } from '../shared/chat-request-schema.js';
 import { GatewayError } from '../shared/errors.js';
-import type { AdapterContext, CompletionChoice, ProviderAdapter, UpstreamFailure } from '../shared/providers/provider-adapter.js';
+import type { InternalRequest } from '../shared/internal/request.js';
+import { cleaned, detailTextLimit, presentingTranslator, presentProviderFailure } from '../shared/providers/failure-messages.js';
+import type { AdapterContext, CompletionChoice, NormalizedCompletion, ProviderAdapter, UpstreamFailure } from '../shared/providers/provider-adapter.js';
 import type { JobControl } from '../shared/transport/transport.js';
 import type { Usage } from '../shared/usage.js';
 import { classifyNetworkError, type ProviderClient } from './provider-client.js';
@@ -11,7 +12,7 @@ import { jobStreamSink, relayStream, type RelayState, type StreamSink } from './
 // stream-relay.ts); a non-streaming answer is parsed whole.
 
 export interface AttemptInput {
-  request: ChatRequest;
+  request: InternalRequest;
   stream: boolean;
   model: ModelEntry;
   deployment: ModelDeployment;
@@ -77,10 +78,37 @@ class AttemptSignal {
 export function choicesText(choices: CompletionChoice[]): string {
   let text = '';
   for (const choice of choices) {
-    text += choice.message.content ?? '';
-    for (const call of choice.message.tool_calls ?? []) text += call.function.name + call.function.arguments;
+    for (const part of choice.parts) {
+      if (part.type === 'text' || part.type === 'reasoning' || part.type === 'refusal') text += part.text;
+      else if (part.type === 'tool_call') text += part.name + part.arguments;
+    }
   }
   return text;
+}
+
+/** An error page can be any size; what a message or log could use is at the start. */
+const errorBodyLimit = 64 * 1024;
+
+async function readErrorBody(body: AsyncIterable<Buffer>): Promise<string> {
+  const parts: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    parts.push(chunk);
+    size += chunk.length;
+    // Leaving the loop destroys the rest of the body (and its connection).
+    if (size >= errorBodyLimit) break;
+  }
+  return Buffer.concat(parts).toString('utf8').slice(0, errorBodyLimit);
+}
+
+/** A 200 whose body cannot be read (an HTML page, a truncated body) is the provider's failure, not ours. */
+function readCompletion(adapter: ProviderAdapter, body: string, context: AdapterContext, secrets: ReadonlyArray<string | undefined>): NormalizedCompletion | { failure: UpstreamFailure } {
+  try {
+    return adapter.parseResponse(body, context);
+  } catch (error) {
+    const detail = cleaned(`${(error as Error)?.message ?? String(error)}: ${body.slice(0, 300)}`, detailTextLimit, secrets);
+    return { failure: { kind: 'server_error', message: "the provider's answer could not be read", detail } };
+  }
 }
 
 export async function runAttempt(input: AttemptInput): Promise<AttemptResult> {
@@ -89,6 +117,8 @@ export async function runAttempt(input: AttemptInput): Promise<AttemptResult> {
   const sink = input.sink ?? jobStreamSink(control, model.id);
   const context: AdapterContext = { provider, upstreamModel: input.deployment.upstreamModel, stream: input.stream, maxOutputTokens: model.maxOutputTokens };
   const signal = new AttemptSignal(parentSignal);
+  // Provider text that echoes our own key back must never reach anyone.
+  const secrets = [provider.apiKey];
   signal.arm(provider.timeouts.totalMs, `The provider did not finish within ${provider.timeouts.totalMs} ms.`);
   const state: RelayState = { started: false, completionText: '' };
   const startedAt = performance.now();
@@ -117,9 +147,10 @@ export async function runAttempt(input: AttemptInput): Promise<AttemptResult> {
       headersTimeoutMs: input.stream ? provider.timeouts.firstTokenMs : provider.timeouts.totalMs,
       bodyIdleTimeoutMs: input.stream ? provider.timeouts.firstTokenMs : provider.timeouts.totalMs,
     });
-    if (response.status !== 200) return fail(adapter.parseError(response.status, response.headers, await response.body.text()));
+    if (response.status !== 200) return fail(presentProviderFailure(adapter.parseError(response.status, response.headers, await readErrorBody(response.body)), secrets));
     if (!input.stream) {
-      const completion = adapter.parseResponse(await response.body.text(), context);
+      const completion = readCompletion(adapter, await response.body.text(), context, secrets);
+      if ('failure' in completion) return fail(completion.failure);
       const choices = input.choiceIndex === undefined ? completion.choices : completion.choices.map((choice) => ({ ...choice, index: input.choiceIndex! }));
       return {
         ok: true,
@@ -130,7 +161,7 @@ export async function runAttempt(input: AttemptInput): Promise<AttemptResult> {
         latencyMs: Math.round(performance.now() - startedAt),
       };
     }
-    const outcome = await relayStream(response.body, adapter.createStreamTranslator(context), sink, state, {
+    const outcome = await relayStream(response.body, presentingTranslator(adapter.createStreamTranslator(context), secrets), sink, state, {
       choiceIndex: input.choiceIndex,
       onFirstToken: () => {
         firstTokenMs = Math.round(performance.now() - startedAt);

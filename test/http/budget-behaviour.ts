@@ -1,9 +1,10 @@
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import type { ChatRequest } from '../../src/shared/chat-request-schema.js';
+import { parseChatRequest } from '../../src/ingress/surfaces/chat-completions/chat-request-schema.js';
+import { chatToInternal } from '../../src/ingress/surfaces/chat-completions/chat-to-internal.js';
 import { costNanos } from '../../src/shared/pricing.js';
 import { countPromptTokens, countTextTokens, prepareTokenCounter } from '../../src/shared/token-counter.js';
 import { parseSseText } from '../doubles/sse.js';
-import { adminRequest, chat, createKey, hello } from '../support/api-client.js';
+import { adminRequest, chat, createKey, hello, ledgerView } from '../support/api-client.js';
 import { testPrices } from '../support/test-catalog.js';
 import type { GatewayContext } from './gateway-context.js';
 
@@ -21,7 +22,7 @@ function cost(model: string, promptTokens: number, completionTokens: number): nu
 
 /** The prompt tokens admission counts for a request (the gateway's tokenizer). */
 function promptTokens(body: Record<string, unknown>): number {
-  return countPromptTokens(body as unknown as ChatRequest);
+  return countPromptTokens(chatToInternal(parseChatRequest(body)));
 }
 
 const usd = (nanos: number): number => nanos / 1e9;
@@ -51,7 +52,7 @@ async function ledgerOf(context: GatewayContext, keyId: string, count: number): 
     const { status, body } = await adminRequest(context.deployment, 'GET', `/admin/v1/requests?key_id=${keyId}&limit=1000`);
     expect(status).toBe(200);
     expect(body.data).toHaveLength(count);
-    return body.data;
+    return body.data.map(ledgerView);
   }, 5000);
 }
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parseSseText, readSse } from '../doubles/sse.js';
-import { adminRequest, chat, createKey, eventually, hello } from '../support/api-client.js';
+import { adminRequest, chat, createKey, eventually, hello, ledgerView } from '../support/api-client.js';
 import type { GatewayContext } from './gateway-context.js';
 
 // Fallbacks fire on rate limits, server errors, connection failures and time-outs, only before
@@ -10,7 +10,7 @@ async function ledgerFor(context: GatewayContext, keyId: string, count = 1): Pro
   return eventually(async () => {
     const { body } = await adminRequest(context.deployment, 'GET', `/admin/v1/requests?key_id=${keyId}`);
     expect(body.data.length).toBeGreaterThanOrEqual(count);
-    return body.data;
+    return body.data.map(ledgerView);
   });
 }
 

@@ -47,3 +47,34 @@ export async function eventually<T>(check: () => Promise<T> | T, timeoutMs = 300
     }
   }
 }
+
+/** A GET /admin/v1/requests record in the terms the suites compare: costs in integer nano-USD. */
+export interface LedgerView {
+  id: string;
+  keyId: string;
+  requestedModel: string;
+  servedModel: string | null;
+  status: number;
+  promptTokens: number;
+  completionTokens: number;
+  costNanos: number;
+  estimated: boolean;
+  stream: boolean;
+  attempts: Array<Record<string, unknown>>;
+}
+
+export function ledgerView(record: Record<string, any>): LedgerView {
+  return {
+    id: record.id,
+    keyId: record.key_id,
+    requestedModel: record.requested_model,
+    servedModel: record.served_model,
+    status: record.status,
+    promptTokens: record.prompt_tokens,
+    completionTokens: record.completion_tokens,
+    costNanos: Math.round(record.cost_usd * 1e9),
+    estimated: record.estimated,
+    stream: record.stream,
+    attempts: record.attempts,
+  };
+}

@@ -19,7 +19,7 @@ export interface TestDeployment {
   close(): Promise<void>;
 }
 
-export const testAdminToken = 'sb-admin-test-token';
+export const testAdminToken = 'sb-admin-test-token-5f9c2e7a1d3b';
 export const testUpstreamKey = 'upstream-secret-key';
 
 export interface HarnessOptions extends TestCatalogOptions {

@@ -146,15 +146,15 @@ export function UsagePage() {
               <tbody>
                 ${data.requests.map((entry) => html`
                   <tr key=${entry.id}>
-                    <td data-label="Time">${dateTime(entry.createdAt)}</td>
-                    <td data-label="Key">${keyNames.get(entry.keyId) ?? entry.keyId}</td>
-                    <td data-label="Requested"><code>${entry.requestedModel}</code></td>
-                    <td data-label="Served">${entry.servedModel ? html`<code>${entry.servedModel}</code>` : html`<span class="muted">none</span>`}</td>
+                    <td data-label="Time">${dateTime(entry.created_at)}</td>
+                    <td data-label="Key">${keyNames.get(entry.key_id) ?? entry.key_id}</td>
+                    <td data-label="Requested"><code>${entry.requested_model}</code></td>
+                    <td data-label="Served">${entry.served_model ? html`<code>${entry.served_model}</code>` : html`<span class="muted">none</span>`}</td>
                     <td data-label="Fallback attempts"><${Fallbacks} attempts=${entry.attempts} /></td>
                     <td class="num" data-label="Tokens" title=${entry.estimated ? 'Counted with a tokenizer: the provider reported no usage' : ''}>
-                      <span>${entry.estimated ? '≈ ' : ''}${count(entry.promptTokens)} + ${count(entry.completionTokens)}</span></td>
-                    <td class="num" data-label="Cost">${usd(entry.costUsd)}</td>
-                    <td class="num" data-label="Latency">${count(Math.round(entry.latencyMs))} ms</td>
+                      <span>${entry.estimated ? '≈ ' : ''}${count(entry.prompt_tokens)} + ${count(entry.completion_tokens)}</span></td>
+                    <td class="num" data-label="Cost">${usd(entry.cost_usd)}</td>
+                    <td class="num" data-label="Latency">${count(Math.round(entry.latency_ms))} ms</td>
                     <td data-label="Status"><span class=${`badge ${entry.status < 400 ? 'active' : 'revoked'}`}>${entry.status}</span></td>
                   </tr>`)}
               </tbody>

@@ -1,14 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
-import { tokensEqual } from '../../shared/keys/api-key.js';
-import { adminRoutes, type AdminRoute } from '../admin-routes.js';
+import type { AdminTokenGuard } from '../admin-token-guard.js';
+import { adminRoutes, adminTokenGuard, type AdminRoute } from '../admin-routes.js';
 import { parseJsonBody, readBody } from '../body-reader.js';
 import { replyJson, type ReplyState } from '../http-reply.js';
 import { modelsListBody } from '../models-route.js';
 import type { IngressContext } from '../server.js';
 import { DashboardError, notFound, replyAsset, replyFailure, replyRedirect, securityHeaders, snapshot, type RequestSnapshot } from './dashboard-http.js';
-import { readCookie, sessionCookie, sessionCookieName, SessionSigner, type Session } from './session.js';
-import { SignInThrottle } from './sign-in-throttle.js';
+import { DashboardSessions, readCookie, sessionCookie, sessionCookieName, SessionSigner, type Session } from './session.js';
 import { loadAssets, type AssetTable } from './static-assets.js';
 
 // The dashboard's routes: the page and its files, sign-in/sign-out, and JSON endpoints under
@@ -19,17 +18,21 @@ import { loadAssets, type AssetTable } from './static-assets.js';
 export interface DashboardServices {
   context: IngressContext;
   signer: SessionSigner;
-  throttle: SignInThrottle;
+  sessions: DashboardSessions;
+  /** Shared with the bearer admin API: guesses through either count against one backoff. */
+  guard: AdminTokenGuard;
   assets: AssetTable;
   actions: AdminRoute[];
   modelsBody: string;
 }
 
 export function createDashboardServices(context: IngressContext): DashboardServices {
+  const signer = new SessionSigner(context.admin.adminToken);
   return {
     context,
-    signer: new SessionSigner(context.admin.adminToken),
-    throttle: new SignInThrottle(),
+    signer,
+    sessions: new DashboardSessions(signer, context.admin.store),
+    guard: adminTokenGuard(context.admin),
     assets: loadAssets(),
     actions: adminRoutes(context.admin),
     modelsBody: modelsListBody(context.catalog),
@@ -53,11 +56,11 @@ interface ApiCall {
 type ApiHandler = (call: ApiCall) => Promise<[number, unknown, Array<[string, string]>?]>;
 
 export function registerDashboardRoutes(app: TemplatedApp, services: DashboardServices): void {
-  const { signer, throttle, assets, context } = services;
+  const { signer, sessions, guard, assets, context } = services;
   const logger = context.admin.logger;
 
-  function requireSession(request: RequestSnapshot): Session {
-    const session = signer.verify(readCookie(request.cookie, sessionCookieName));
+  async function requireSession(request: RequestSnapshot): Promise<Session> {
+    const session = await sessions.verify(readCookie(request.cookie, sessionCookieName));
     if (!session) throw new DashboardError(401, 'session_required', 'Sign in to the dashboard first; the session is missing or has expired.');
     return session;
   }
@@ -78,7 +81,7 @@ export function registerDashboardRoutes(app: TemplatedApp, services: DashboardSe
       const run = async () => {
         const raw = withBody ? await readBody(res, context.maxBodyBytes, state) : undefined;
         if (withBody && raw === undefined) return;
-        const session = access === 'probe' ? signer.verify(readCookie(request.cookie, sessionCookieName)) : access === 'sign-in' ? undefined : requireSession(request);
+        const session = access === 'probe' ? await sessions.verify(readCookie(request.cookie, sessionCookieName)) : access === 'sign-in' ? undefined : await requireSession(request);
         if (access === 'change' || access === 'sign-in') refuseForgery(request, session, withBody);
         const [status, result, headers] = await handler({ res, state, request, session, body: raw ? parseJsonBody(raw) : undefined });
         replyJson(res, state, status, typeof result === 'string' ? result : JSON.stringify(result), headers);
@@ -88,18 +91,15 @@ export function registerDashboardRoutes(app: TemplatedApp, services: DashboardSe
   }
 
   api('post', '/dashboard/api/session', 'sign-in', true, async ({ request, body }) => {
-    const waitMs = throttle.waitMs(request.client);
-    if (waitMs > 0) {
-      const seconds = Math.ceil(waitMs / 1000);
+    const seconds = guard.waitSeconds(request.client);
+    if (seconds > 0) {
       throw new DashboardError(429, 'too_many_attempts', `Too many failed sign-ins; try again in ${seconds} s.`, [['retry-after', String(seconds)]]);
     }
     const token = body && typeof body === 'object' && typeof (body as { token?: unknown }).token === 'string' ? (body as { token: string }).token : '';
-    if (!token || !tokensEqual(token, context.admin.adminToken)) {
-      throttle.failed(request.client);
+    if (!guard.verify(request.client, token)) {
       logger.warn({ client: request.client }, 'dashboard sign-in refused');
       throw new DashboardError(401, 'sign_in_failed', 'Sign-in failed.');
     }
-    throttle.succeeded(request.client);
     const issued = signer.issue();
     logger.info({ client: request.client }, 'dashboard sign-in');
     return [200, sessionBody(issued), [['set-cookie', sessionCookie(issued.cookieValue, signer.ttlMs / 1000, request.secure)]]];
@@ -107,7 +107,7 @@ export function registerDashboardRoutes(app: TemplatedApp, services: DashboardSe
   // Answers 200 either way, so that a signed-out page load logs no failed request in the browser.
   api('get', '/dashboard/api/session', 'probe', false, async ({ session }) => [200, session ? sessionBody({ ...session, csrfToken: signer.csrfToken(session.id) }) : { signed_in: false }]);
   api('del', '/dashboard/api/session', 'change', false, async ({ request, session }) => {
-    signer.end(session!);
+    await sessions.end(session!);
     return [200, { signed_in: false }, [['set-cookie', sessionCookie('', 0, request.secure)]]];
   });
 

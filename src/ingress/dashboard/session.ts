@@ -1,8 +1,10 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { Store } from '../../shared/store/store.js';
 
-// Dashboard sessions are stateless signed cookies: `<session id>.<expiry>.<HMAC>`, keyed by a key
-// derived from the admin token. Any ingress holding the same admin token accepts them (scaled out
-// needs no shared session store), and changing the admin token ends every session at once.
+// Dashboard sessions are signed cookies: `<session id>.<expiry>.<HMAC>`, keyed by a key derived
+// from the admin token. Any ingress holding the same admin token accepts them, and changing the
+// admin token ends every session at once. Only sign-outs are stored (in the gateway's store), so a
+// signed-out cookie stays dead after a restart and on every ingress sharing the store.
 // The CSRF token is an HMAC of the session id, so it is bound to one session and needs no storage.
 
 export const sessionCookieName = 'sb_dashboard';
@@ -31,8 +33,6 @@ function sameText(given: string, expected: string): boolean {
 
 export class SessionSigner {
   private readonly key: Buffer;
-  /** Sessions signed out before their expiry (this process only; they expire on their own elsewhere). */
-  private readonly ended = new Map<string, number>();
 
   constructor(adminToken: string, readonly ttlMs = defaultSessionTtlMs, private readonly now: () => number = Date.now) {
     this.key = createHmac('sha256', adminToken).update('switchboard dashboard session v1').digest();
@@ -45,7 +45,7 @@ export class SessionSigner {
     return { id, expiresAt: Math.floor(expiresAt / 1000) * 1000, cookieValue: `${payload}.${mac(this.key, `session.${payload}`)}`, csrfToken: this.csrfToken(id) };
   }
 
-  /** The session a cookie value stands for, when its signature holds and it has not expired or been ended. */
+  /** The session a cookie value stands for, when its signature holds and it has not expired (sign-outs are DashboardSessions' part). */
   verify(cookieValue: string | undefined): Session | undefined {
     if (!cookieValue) return undefined;
     const parts = cookieValue.split('.');
@@ -54,7 +54,7 @@ export class SessionSigner {
     if (!/^[A-Za-z0-9_-]{24}$/.test(id) || !/^\d{1,12}$/.test(expiry)) return undefined;
     if (!sameText(signature, mac(this.key, `session.${id}.${expiry}`))) return undefined;
     const expiresAt = Number(expiry) * 1000;
-    if (expiresAt <= this.now() || this.ended.has(id)) return undefined;
+    if (expiresAt <= this.now()) return undefined;
     return { id, expiresAt };
   }
 
@@ -65,11 +65,24 @@ export class SessionSigner {
   csrfMatches(session: Session, given: string): boolean {
     return given.length > 0 && sameText(given, this.csrfToken(session.id));
   }
+}
 
-  end(session: Session): void {
-    const now = this.now();
-    for (const [id, expiresAt] of this.ended) if (expiresAt <= now) this.ended.delete(id);
-    this.ended.set(session.id, session.expiresAt);
+/** Signed cookies plus the store's record of sign-outs. */
+export class DashboardSessions {
+  constructor(
+    readonly signer: SessionSigner,
+    private readonly store: Pick<Store, 'endDashboardSession' | 'isDashboardSessionEnded'>,
+  ) {}
+
+  /** The session of a cookie value: signed, unexpired and not signed out. */
+  async verify(cookieValue: string | undefined): Promise<Session | undefined> {
+    const session = this.signer.verify(cookieValue);
+    if (!session) return undefined;
+    return (await this.store.isDashboardSessionEnded(session.id)) ? undefined : session;
+  }
+
+  async end(session: Session): Promise<void> {
+    await this.store.endDashboardSession(session.id, new Date(session.expiresAt).toISOString());
   }
 }
 

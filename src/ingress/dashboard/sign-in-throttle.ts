@@ -1,4 +1,5 @@
-// Per-client backoff for dashboard sign-in. The first failures cost nothing; after that each
+// Per-client backoff for wrong admin tokens (bearer admin API and dashboard sign-in, through
+// AdminTokenGuard). The first failures cost nothing; after that each
 // failure doubles the wait before the client may try again (1 s, 2 s, 4 s ... up to 5 minutes).
 // While a client waits, every attempt is refused, the right token included, so guessing stays slow.
 // A success clears the client's record; records of clients quiet for 15 minutes are forgotten.

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { providerApis } from './catalog-types.js';
 
 // The operator's catalog file (YAML or JSON), in the documented snake_case shape.
 
@@ -18,7 +19,7 @@ const cooldownFields = {
 
 const provider = z
   .object({
-    api: z.enum(['openai', 'azure', 'anthropic', 'gemini']),
+    api: z.enum(providerApis),
     base_url: z.string().url(),
     api_key: z.string().optional(),
     api_version: z.string().optional(),
@@ -59,6 +60,10 @@ const model = z
     owned_by: z.string().optional(),
     created: z.number().int().nonnegative().optional(),
     pricing,
+    /** Other names clients may use for this model on every surface (for example a provider's own model names). */
+    aliases: z.array(z.string().min(1).max(256)).optional(),
+    /** Fallbacks used when a request names none. */
+    fallbacks: z.array(z.string().min(1)).max(5).optional(),
   })
   .strict()
   .superRefine((entry, context) => {

@@ -64,9 +64,30 @@ export function buildCatalog(file: CatalogFile, environment: NodeJS.ProcessEnv =
       pricing,
       ownedBy: model.owned_by ?? first.provider,
       created: model.created ?? defaultCreated,
+      fallbacks: model.fallbacks ?? [],
     });
   }
-  return { providers, models };
+  return { providers, models, aliases: aliasesOf(file, models) };
+}
+
+/** Every alias names one model, and fallbacks name models of the catalog. */
+function aliasesOf(file: CatalogFile, models: Map<string, ModelEntry>): Map<string, string> {
+  const aliases = new Map<string, string>();
+  for (const model of file.models) {
+    for (const alias of model.aliases ?? []) {
+      if (models.has(alias)) throw new CatalogError(`The alias ${alias} of ${model.id} is the id of another model.`);
+      const taken = aliases.get(alias);
+      if (taken && taken !== model.id) throw new CatalogError(`The alias ${alias} is given to both ${taken} and ${model.id}.`);
+      aliases.set(alias, model.id);
+    }
+  }
+  for (const model of file.models) {
+    for (const fallback of model.fallbacks ?? []) {
+      if (!models.has(fallback) && !aliases.has(fallback)) throw new CatalogError(`Model ${model.id} names the fallback ${fallback}, which the catalog does not define.`);
+      if (fallback === model.id || aliases.get(fallback) === model.id) throw new CatalogError(`Model ${model.id} names itself as a fallback.`);
+    }
+  }
+  return aliases;
 }
 
 type FileModel = CatalogFile['models'][number];

@@ -1,4 +1,6 @@
-export type ProviderApi = 'openai' | 'azure' | 'anthropic' | 'gemini';
+/** The wire formats a provider may speak; the catalog file's `api` field takes exactly these. */
+export const providerApis = ['openai', 'azure', 'anthropic', 'gemini'] as const;
+export type ProviderApi = (typeof providerApis)[number];
 
 export interface ProviderTimeouts {
   connectMs: number;
@@ -61,11 +63,20 @@ export interface ModelEntry {
   pricing: ModelPricing;
   ownedBy: string;
   created: number;
+  /** Model ids tried in order when a request names no fallbacks. */
+  fallbacks: string[];
 }
 
 export interface Catalog {
   providers: Map<string, ProviderConfig>;
   models: Map<string, ModelEntry>;
+  /** Other names of models: alias -> model id. */
+  aliases: Map<string, string>;
+}
+
+/** The model a client's name stands for: an id or an alias. */
+export function findModel(catalog: Catalog, name: string): ModelEntry | undefined {
+  return catalog.models.get(name) ?? catalog.models.get(catalog.aliases.get(name) ?? '');
 }
 
 /**

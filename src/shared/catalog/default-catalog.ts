@@ -35,6 +35,17 @@ const rows: Row[] = [
   ['svc/grok-3-mini', 'xai', 'grok-3-mini', 131_072, 32_768, 0.3, 0.5],
 ];
 
+/**
+ * Names clients use unchanged (Claude Code and the SDKs send the provider's own model names, often
+ * dated snapshots), so each first-party model also answers to them on every surface.
+ */
+const aliases: Record<string, string[]> = {
+  'svc/claude-opus-4-5': ['claude-opus-4-5', 'claude-opus-4-5-20251101'],
+  'svc/claude-opus-4-1': ['claude-opus-4-1', 'claude-opus-4-1-20250805'],
+  'svc/claude-sonnet-4-5': ['claude-sonnet-4-5', 'claude-sonnet-4-5-20250929'],
+  'svc/claude-haiku-4-5': ['claude-haiku-4-5', 'claude-haiku-4-5-20251001'],
+};
+
 const pricing = (prompt: number, completion: number) => ({ prompt_usd_per_million: prompt, completion_usd_per_million: completion });
 
 // Open-weight models hosted by more than one provider: traffic spreads over both, and one that rate
@@ -83,6 +94,7 @@ export const defaultCatalogFile: CatalogFile = {
       context_length: context,
       max_output_tokens: maxOutput,
       pricing: pricing(prompt, completion),
+      ...(aliases[id] ? { aliases: aliases[id] } : {}),
     })),
     ...multiHosted,
   ],

@@ -1,6 +1,7 @@
-import type { ChatRequest } from '../chat-request-schema.js';
+import type { InternalRequest } from '../internal/request.js';
 import type { AdapterContext, ProviderAdapter, ProviderHttpRequest } from './provider-adapter.js';
-import { buildOpenAiBody, openAiAdapter, parseOpenAiError } from './openai-adapter.js';
+import { openAiAdapter, parseOpenAiError } from './openai-adapter.js';
+import { buildOpenAiBody } from './openai/openai-request.js';
 import { OpenAiStreamTranslator } from './openai-stream-translator.js';
 
 // Azure OpenAI speaks the OpenAI wire format; only the address and the key header differ. The
@@ -10,7 +11,7 @@ import { OpenAiStreamTranslator } from './openai-stream-translator.js';
 
 export const defaultAzureApiVersion = '2024-10-21';
 
-function buildRequest(request: ChatRequest, context: AdapterContext): ProviderHttpRequest {
+function buildRequest(request: InternalRequest, context: AdapterContext): ProviderHttpRequest {
   const headers: Record<string, string> = { 'content-type': 'application/json', ...context.provider.headers };
   if (context.provider.apiKey) headers['api-key'] = context.provider.apiKey;
   if (context.stream) headers.accept = 'text/event-stream';

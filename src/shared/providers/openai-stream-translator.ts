@@ -10,7 +10,7 @@ interface RawToolCallDelta {
 
 interface RawChoice {
   index?: number;
-  delta?: { content?: string | null; tool_calls?: RawToolCallDelta[]; refusal?: string | null };
+  delta?: { content?: string | null; tool_calls?: RawToolCallDelta[]; refusal?: string | null; reasoning_content?: string | null };
   finish_reason?: string | null;
   logprobs?: unknown;
 }
@@ -49,6 +49,8 @@ export class OpenAiStreamTranslator implements StreamTranslator {
       const toolCalls = delta.tool_calls ? this.translateToolCalls(index, delta.tool_calls) : undefined;
       const hasContent = typeof delta.content === 'string' && delta.content.length > 0;
       const hasRefusal = typeof delta.refusal === 'string' && delta.refusal.length > 0;
+      // reasoning_content: the thinking of OpenAI-compatible reasoning models (DeepSeek, vLLM).
+      if (typeof delta.reasoning_content === 'string' && delta.reasoning_content.length > 0) parts.push({ type: 'delta', index, reasoning: delta.reasoning_content });
       if (hasContent || hasRefusal || (toolCalls && toolCalls.length > 0)) {
         const part: StreamPart & { type: 'delta' } = { type: 'delta', index };
         if (hasContent) part.content = delta.content!;

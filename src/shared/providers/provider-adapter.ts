@@ -1,10 +1,11 @@
-import type { ChatRequest } from '../chat-request-schema.js';
 import type { ProviderConfig } from '../catalog/catalog-types.js';
+import type { OutputPart, WireFormat } from '../internal/parts.js';
+import type { InternalRequest } from '../internal/request.js';
 import type { Usage } from '../usage.js';
 
-// Adapters translate between the gateway's OpenAI-shaped request/response and one provider's wire
-// format. They never perform I/O: the worker's provider client sends what they build and feeds
-// them what comes back.
+// Adapters translate between the gateway's internal format (src/shared/internal) and one
+// provider's wire format. They never perform I/O: the worker's provider client sends what they
+// build and feeds them what comes back.
 
 export interface ProviderHttpRequest {
   url: string;
@@ -30,15 +31,19 @@ export interface ToolCallDelta {
   function?: { name?: string; arguments?: string };
 }
 
+/** The provider's own stop reason, for a client that speaks the same format. */
+export interface FinishDetail {
+  wire: WireFormat;
+  reason: string;
+  stopSequence?: string | null;
+}
+
+/** One whole answer: its parts in the order the model produced them. */
 export interface CompletionChoice {
   index: number;
-  message: {
-    role: 'assistant';
-    content: string | null;
-    tool_calls?: Array<{ id: string; type: 'function'; function: { name: string; arguments: string } }>;
-    refusal?: string | null;
-  };
-  finish_reason: FinishReason | null;
+  parts: OutputPart[];
+  finishReason: FinishReason;
+  finishDetail?: FinishDetail;
   logprobs?: unknown;
 }
 
@@ -51,11 +56,27 @@ export interface NormalizedCompletion {
 
 /** One piece of a translated stream. `delta` parts with content or tool calls are "tokens". */
 export type StreamPart =
-  | { type: 'delta'; index: number; content?: string; toolCalls?: ToolCallDelta[]; refusal?: string; logprobs?: unknown }
-  | { type: 'finish'; index: number; finishReason: FinishReason }
+  | StreamDeltaPart
+  | { type: 'finish'; index: number; finishReason: FinishReason; detail?: FinishDetail }
   | { type: 'usage'; usage: Usage }
   | { type: 'error'; failure: UpstreamFailure }
   | { type: 'end' };
+
+/**
+ * New output of one choice. Reasoning arrives as text and ends with its signature; a signature or a
+ * redacted block closes a reasoning block, so two blocks in a row stay apart.
+ */
+export interface StreamDeltaPart {
+  type: 'delta';
+  index: number;
+  content?: string;
+  toolCalls?: ToolCallDelta[];
+  refusal?: string;
+  logprobs?: unknown;
+  reasoning?: string;
+  signature?: string;
+  redactedReasoning?: string;
+}
 
 export interface SseEvent {
   event?: string;
@@ -74,14 +95,19 @@ export interface StreamTranslator {
 
 /**
  * What went wrong upstream, classified so the fallback chain can decide: rate_limit, overloaded,
- * server_error, timeout and connection move on to the next target; the others do not.
+ * server_error, timeout and connection move on to the next target; the others do not. `internal` is
+ * the gateway's own failure (building the request, an exception of ours): it never counts against a
+ * deployment and never falls back.
  */
-export type FailureKind = 'rate_limit' | 'overloaded' | 'server_error' | 'timeout' | 'connection' | 'bad_request' | 'auth' | 'not_found' | 'cancelled';
+export type FailureKind = 'rate_limit' | 'overloaded' | 'server_error' | 'timeout' | 'connection' | 'bad_request' | 'auth' | 'not_found' | 'cancelled' | 'internal';
 
 export interface UpstreamFailure {
   kind: FailureKind;
   status?: number;
+  /** Safe for clients: ours, or a provider's 400 text redacted and capped (see failure-messages.ts). */
   message: string;
+  /** The provider's own text, redacted and truncated, for the ledger and logs only. */
+  detail?: string;
   retryAfterSeconds?: number;
 }
 
@@ -90,7 +116,7 @@ export const fallbackableKinds: ReadonlySet<FailureKind> = new Set(['rate_limit'
 export interface ProviderAdapter {
   /** Whether one upstream call can produce `n` > 1 choices. */
   readonly supportsMultipleChoices: boolean;
-  buildRequest(request: ChatRequest, context: AdapterContext): ProviderHttpRequest;
+  buildRequest(request: InternalRequest, context: AdapterContext): ProviderHttpRequest;
   parseResponse(body: string, context: AdapterContext): NormalizedCompletion;
   createStreamTranslator(context: AdapterContext): StreamTranslator;
   parseError(status: number, headers: Record<string, string>, body: string): UpstreamFailure;

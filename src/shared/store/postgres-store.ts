@@ -6,6 +6,7 @@ import {
   type ColumnEncoding, type Row,
 } from './store-records.js';
 import { ledgerPageSql, toIsoTime, usageRows, usageSql, type SqlDialect } from './usage-plan.js';
+import { ENDED_SESSIONS_MIGRATION, POSTGRES_ENDED_SESSIONS_SQL } from './ended-sessions.js';
 
 // The scaled-out store: PostgreSQL shared by every ingress and worker process. Same tables and
 // semantics as sqlite-store.ts; both pass test/store-conformance.test.ts. Bigint and numeric
@@ -87,6 +88,7 @@ const MIGRATIONS: { version: number; sql: string }[] = [
       ${ROLLUP_FROM_LEDGER};
     `,
   },
+  { version: ENDED_SESSIONS_MIGRATION, sql: POSTGRES_ENDED_SESSIONS_SQL },
 ];
 
 // JSONB and BOOLEAN columns travel as their JavaScript values; nano-USD fit in a safe integer.
@@ -248,6 +250,20 @@ class PostgresStore implements Store {
     const { sql, params } = ledgerPageSql(filter, ledgerLimit(filter.limit), DIALECT);
     const { rows } = await this.pool.query(sql, params);
     return rows.map((row: Row) => rowToLedger(row, ENCODING));
+  }
+
+  async endDashboardSession(id: string, expiresAt: string): Promise<void> {
+    // One statement: sweep the rows past their expiry and record this sign-out.
+    await this.pool.query(
+      `WITH swept AS (DELETE FROM dashboard_sessions_ended WHERE expires_at <= now())
+       INSERT INTO dashboard_sessions_ended (id, expires_at) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING`,
+      [id, toIsoTime(expiresAt)],
+    );
+  }
+
+  async isDashboardSessionEnded(id: string): Promise<boolean> {
+    const { rows } = await this.pool.query('SELECT 1 FROM dashboard_sessions_ended WHERE id = $1', [id]);
+    return rows.length > 0;
   }
 
   async close(): Promise<void> {

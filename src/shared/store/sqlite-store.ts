@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { chmodSync, closeSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import type { KeyPatch, KeyRecord, LedgerEntry, NewKey, Store, UsageFilter, UsageRow } from './store.js';
@@ -7,6 +7,7 @@ import {
   type ColumnEncoding, type Row,
 } from './store-records.js';
 import { ledgerPageSql, toIsoTime, usageRows, usageSql, type SqlDialect } from './usage-plan.js';
+import { ENDED_SESSIONS_MIGRATION, SQLITE_ENDED_SESSIONS_SQL } from './ended-sessions.js';
 
 // The embedded default store: one database file in the data folder. better-sqlite3 is synchronous,
 // which is the fastest option for a single process; the async Store interface is kept so the same
@@ -82,6 +83,7 @@ const MIGRATIONS: { version: number; sql: string }[] = [
       ${ROLLUP_FROM_LEDGER};
     `,
   },
+  { version: ENDED_SESSIONS_MIGRATION, sql: SQLITE_ENDED_SESSIONS_SQL },
 ];
 
 // BigInt binds as an integer, so sums of nano-USD stay in exact 64-bit integer arithmetic.
@@ -104,12 +106,19 @@ const DIALECT: SqlDialect = {
 };
 
 export async function openSqliteStore(filePath: string): Promise<Store> {
-  if (!isInMemory(filePath)) mkdirSync(dirname(filePath), { recursive: true });
+  if (!isInMemory(filePath)) {
+    mkdirSync(dirname(filePath), { recursive: true });
+    // The file holds every key hash and the whole ledger: owner-only, like the admin token. SQLite
+    // gives the -wal and -shm files the database file's mode; older installs get theirs fixed here.
+    closeSync(openSync(filePath, 'a', 0o600));
+    restrictToOwner(filePath);
+  }
   const db = new Database(filePath);
   try {
     // busy_timeout first: switching to WAL needs a lock another process may hold at that moment.
     db.pragma('busy_timeout = 5000');
     db.pragma('journal_mode = WAL');
+    if (!isInMemory(filePath)) for (const suffix of ['-wal', '-shm']) restrictToOwner(`${filePath}${suffix}`);
     // NORMAL is durable across application crashes in WAL mode and avoids an fsync per commit.
     db.pragma('synchronous = NORMAL');
     migrate(db);
@@ -118,6 +127,16 @@ export async function openSqliteStore(filePath: string): Promise<Store> {
     throw err;
   }
   return new SqliteStore(db);
+}
+
+function restrictToOwner(path: string): void {
+  try {
+    chmodSync(path, 0o600);
+  } catch (error) {
+    // Missing (no WAL yet) or not ours to change (a file another user created): leave it.
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code !== 'ENOENT' && code !== 'EPERM') throw error;
+  }
 }
 
 function isInMemory(filePath: string): boolean {
@@ -246,6 +265,17 @@ class SqliteStore implements Store {
   async listLedger(filter: UsageFilter & { limit?: number }): Promise<LedgerEntry[]> {
     const { sql, params } = ledgerPageSql(filter, ledgerLimit(filter.limit), DIALECT);
     return (this.stmt(sql).all(...params) as Row[]).map((row) => rowToLedger(row, ENCODING));
+  }
+
+  async endDashboardSession(id: string, expiresAt: string): Promise<void> {
+    this.db.transaction(() => {
+      this.stmt('DELETE FROM dashboard_sessions_ended WHERE expires_at <= ?').run(new Date().toISOString());
+      this.stmt('INSERT INTO dashboard_sessions_ended (id, expires_at) VALUES (?, ?) ON CONFLICT (id) DO NOTHING').run(id, toIsoTime(expiresAt));
+    }).immediate();
+  }
+
+  async isDashboardSessionEnded(id: string): Promise<boolean> {
+    return this.stmt('SELECT 1 FROM dashboard_sessions_ended WHERE id = ?').get(id) !== undefined;
   }
 
   async close(): Promise<void> {

@@ -89,5 +89,9 @@ export interface Store {
   /** Recomputes the daily usage rollup from the ledger (after a bulk import or a hand correction of the ledger). */
   rebuildUsageRollups(): Promise<void>;
   listLedger(filter: UsageFilter & { limit?: number }): Promise<LedgerEntry[]>;
+  /** Records a dashboard sign-out; the session stays ended until `expiresAt` (ISO 8601), when it would have expired anyway. */
+  endDashboardSession(id: string, expiresAt: string): Promise<void>;
+  /** Whether a dashboard session was signed out (rows may be swept once the session has expired). */
+  isDashboardSessionEnded(id: string): Promise<boolean>;
   close(): Promise<void>;
 }

@@ -1,7 +1,8 @@
 import type { Usage } from '../../usage.js';
+import type { OutputPart } from '../../internal/parts.js';
 import type { CompletionChoice, FinishReason, NormalizedCompletion } from '../provider-adapter.js';
 
-// Anthropic Messages response -> OpenAI-shaped completion.
+// Anthropic Messages response -> internal choice.
 
 const finishReasons: Record<string, FinishReason> = {
   end_turn: 'stop',
@@ -36,41 +37,47 @@ function count(value: unknown): number {
 export function anthropicUsage(raw: AnthropicUsage | undefined): Usage | undefined {
   if (!raw || typeof raw.input_tokens !== 'number' || typeof raw.output_tokens !== 'number') return undefined;
   const cacheRead = count(raw.cache_read_input_tokens);
-  const promptTokens = raw.input_tokens + count(raw.cache_creation_input_tokens) + cacheRead;
+  const cacheWrite = count(raw.cache_creation_input_tokens);
+  const promptTokens = raw.input_tokens + cacheWrite + cacheRead;
+  const details: Record<string, unknown> = { cached_tokens: cacheRead };
+  if (cacheWrite > 0) details.cache_creation_tokens = cacheWrite;
   return {
     prompt_tokens: promptTokens,
     completion_tokens: raw.output_tokens,
     total_tokens: promptTokens + raw.output_tokens,
-    prompt_tokens_details: { cached_tokens: cacheRead },
+    prompt_tokens_details: details,
   };
 }
 
-interface AnthropicContentBlock {
-  type?: string;
-  text?: string;
-  id?: string;
-  name?: string;
-  input?: unknown;
+type AnthropicBlock = Record<string, unknown> & { type?: string };
+
+/** Anthropic's content blocks as internal parts; blocks with no counterpart stay whole, for Anthropic clients. */
+export function anthropicBlockPart(block: AnthropicBlock): OutputPart | undefined {
+  const { type, ...rest } = block;
+  const extras = (keys: string[]): { extras?: { anthropic: Record<string, unknown> } } => {
+    const other: Record<string, unknown> = {};
+    for (const [name, value] of Object.entries(rest)) if (!keys.includes(name)) other[name] = value;
+    return Object.keys(other).length > 0 ? { extras: { anthropic: other } } : {};
+  };
+  if (type === 'text' && typeof block.text === 'string') return { type: 'text', text: block.text, ...extras(['text']) };
+  if (type === 'tool_use' && typeof block.id === 'string' && typeof block.name === 'string') {
+    return { type: 'tool_call', id: block.id, name: block.name, arguments: JSON.stringify(block.input ?? {}), ...extras(['id', 'name', 'input']) };
+  }
+  if (type === 'thinking' && typeof block.thinking === 'string') {
+    const part: OutputPart = { type: 'reasoning', text: block.thinking, ...extras(['thinking', 'signature']) };
+    if (typeof block.signature === 'string') part.signature = block.signature;
+    return part;
+  }
+  if (type === 'redacted_thinking' && typeof block.data === 'string') return { type: 'redacted_reasoning', data: block.data, ...extras(['data']) };
+  return typeof type === 'string' ? { type: 'opaque', wire: 'anthropic', value: block } : undefined;
 }
 
 export function parseAnthropicResponse(body: string): NormalizedCompletion {
-  const parsed = JSON.parse(body) as { content?: AnthropicContentBlock[]; stop_reason?: string | null; usage?: AnthropicUsage };
+  const parsed = JSON.parse(body) as { content?: AnthropicBlock[]; stop_reason?: string | null; stop_sequence?: string | null; usage?: AnthropicUsage };
   if (!Array.isArray(parsed.content)) throw new Error('Anthropic answered without content.');
-  let text: string | null = null;
-  const toolCalls: NonNullable<CompletionChoice['message']['tool_calls']> = [];
-  // Thinking and server-tool blocks have no Chat Completions counterpart and are left out.
-  for (const block of parsed.content) {
-    if (block.type === 'text' && typeof block.text === 'string') text = (text ?? '') + block.text;
-    else if (block.type === 'tool_use' && typeof block.id === 'string' && typeof block.name === 'string') {
-      toolCalls.push({ id: block.id, type: 'function', function: { name: block.name, arguments: JSON.stringify(block.input ?? {}) } });
-    }
-  }
-  const choice: CompletionChoice = {
-    index: 0,
-    message: { role: 'assistant', content: text },
-    finish_reason: anthropicFinishReason(parsed.stop_reason),
-  };
-  if (toolCalls.length > 0) choice.message.tool_calls = toolCalls;
+  const parts = parsed.content.flatMap((block) => anthropicBlockPart(block) ?? []);
+  const choice: CompletionChoice = { index: 0, parts, finishReason: anthropicFinishReason(parsed.stop_reason) };
+  if (parsed.stop_reason) choice.finishDetail = { wire: 'anthropic', reason: parsed.stop_reason, stopSequence: parsed.stop_sequence ?? null };
   const completion: NormalizedCompletion = { choices: [choice] };
   const usage = anthropicUsage(parsed.usage);
   if (usage) completion.usage = usage;

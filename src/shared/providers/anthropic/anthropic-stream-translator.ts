@@ -6,8 +6,8 @@ interface AnthropicStreamEvent {
   type?: string;
   index?: number;
   message?: { usage?: AnthropicUsage };
-  content_block?: { type?: string; text?: string; id?: string; name?: string };
-  delta?: { type?: string; text?: string; partial_json?: string; stop_reason?: string | null };
+  content_block?: { type?: string; text?: string; id?: string; name?: string; thinking?: string; signature?: string; data?: string };
+  delta?: { type?: string; text?: string; partial_json?: string; thinking?: string; signature?: string; stop_reason?: string | null; stop_sequence?: string | null };
   usage?: AnthropicUsage;
   error?: unknown;
 }
@@ -50,7 +50,9 @@ export class AnthropicStreamTranslator implements StreamTranslator {
         this.mergeUsage(data.usage);
         this.outputFinal = true;
         const stopReason = data.delta?.stop_reason;
-        return stopReason ? [{ type: 'finish', index: 0, finishReason: anthropicFinishReason(stopReason) }] : [];
+        if (!stopReason) return [];
+        const detail = { wire: 'anthropic' as const, reason: stopReason, stopSequence: data.delta?.stop_sequence ?? null };
+        return [{ type: 'finish', index: 0, finishReason: anthropicFinishReason(stopReason), detail }];
       }
       case 'message_stop':
         return this.end();
@@ -74,6 +76,8 @@ export class AnthropicStreamTranslator implements StreamTranslator {
   private blockStart(data: AnthropicStreamEvent): StreamPart[] {
     const block = data.content_block;
     if (block?.type === 'text') return block.text ? [{ type: 'delta', index: 0, content: block.text }] : [];
+    if (block?.type === 'thinking') return block.thinking ? [{ type: 'delta', index: 0, reasoning: block.thinking }] : [];
+    if (block?.type === 'redacted_thinking') return typeof block.data === 'string' ? [{ type: 'delta', index: 0, redactedReasoning: block.data }] : [];
     if (block?.type !== 'tool_use' || typeof data.index !== 'number') return [];
     const toolIndex = this.toolBlocks.size;
     this.toolBlocks.set(data.index, { toolIndex, argumentsLength: 0 });
@@ -84,6 +88,8 @@ export class AnthropicStreamTranslator implements StreamTranslator {
   private blockDelta(data: AnthropicStreamEvent): StreamPart[] {
     const delta = data.delta;
     if (delta?.type === 'text_delta') return delta.text ? [{ type: 'delta', index: 0, content: delta.text }] : [];
+    if (delta?.type === 'thinking_delta') return delta.thinking ? [{ type: 'delta', index: 0, reasoning: delta.thinking }] : [];
+    if (delta?.type === 'signature_delta') return typeof delta.signature === 'string' ? [{ type: 'delta', index: 0, signature: delta.signature }] : [];
     if (delta?.type !== 'input_json_delta' || !delta.partial_json) return [];
     const tool = typeof data.index === 'number' ? this.toolBlocks.get(data.index) : undefined;
     if (!tool) return [];

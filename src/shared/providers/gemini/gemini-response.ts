@@ -1,8 +1,9 @@
 import { createHash } from 'node:crypto';
 import type { Usage } from '../../usage.js';
+import type { OutputPart } from '../../internal/parts.js';
 import type { CompletionChoice, FinishReason, NormalizedCompletion } from '../provider-adapter.js';
 
-// Gemini GenerateContentResponse -> OpenAI-shaped completion. A streamed event has the same shape,
+// Gemini GenerateContentResponse -> internal choices. A streamed event has the same shape,
 // so the stream translator reuses these readers.
 
 const finishReasons: Record<string, FinishReason> = {
@@ -53,6 +54,7 @@ export function geminiUsage(raw: GeminiUsageMetadata | undefined): Usage | undef
 export interface GeminiPart {
   text?: string;
   thought?: boolean;
+  thoughtSignature?: string;
   functionCall?: { id?: string; name?: string; args?: unknown };
 }
 
@@ -85,24 +87,27 @@ export function functionArguments(args: unknown): string {
 
 function toChoice(candidate: GeminiCandidate, position: number, responseId: string | undefined): CompletionChoice {
   const index = candidate.index ?? position;
-  let text: string | null = null;
-  const toolCalls: NonNullable<CompletionChoice['message']['tool_calls']> = [];
+  const parts: OutputPart[] = [];
+  let calls = 0;
   (candidate.content?.parts ?? []).forEach((part, partPosition) => {
-    // Thought summaries are the model's reasoning, not its answer.
-    if (typeof part.text === 'string' && !part.thought) text = (text ?? '') + part.text;
+    if (typeof part.text === 'string') {
+      // Thought summaries are the model's reasoning, not its answer.
+      const last = parts.at(-1);
+      const type = part.thought ? 'reasoning' : 'text';
+      if (last && last.type === type) last.text += part.text;
+      else parts.push({ type, text: part.text });
+    }
     const call = part.functionCall;
     if (call && typeof call.name === 'string') {
       const id = call.id || geminiToolCallId(responseId, index, partPosition, call.name);
-      toolCalls.push({ id, type: 'function', function: { name: call.name, arguments: functionArguments(call.args) } });
+      const toolCall: OutputPart = { type: 'tool_call', id, name: call.name, arguments: functionArguments(call.args) };
+      // Gemini 3 wants the signature of a call back with it on the next turn.
+      if (typeof part.thoughtSignature === 'string') toolCall.extras = { gemini: { thoughtSignature: part.thoughtSignature } };
+      parts.push(toolCall);
+      calls += 1;
     }
   });
-  const choice: CompletionChoice = {
-    index,
-    message: { role: 'assistant', content: text },
-    finish_reason: geminiFinishReason(candidate.finishReason, toolCalls.length > 0),
-  };
-  if (toolCalls.length > 0) choice.message.tool_calls = toolCalls;
-  return choice;
+  return { index, parts, finishReason: geminiFinishReason(candidate.finishReason, calls > 0) };
 }
 
 export function parseGeminiResponse(body: string): NormalizedCompletion {
@@ -112,7 +117,7 @@ export function parseGeminiResponse(body: string): NormalizedCompletion {
     choices = parsed.candidates.map((candidate, position) => toChoice(candidate, position, parsed.responseId));
   } else if (parsed.promptFeedback?.blockReason) {
     // A blocked prompt gets no candidates at all; OpenAI reports that as a filtered, empty answer.
-    choices = [{ index: 0, message: { role: 'assistant', content: null }, finish_reason: 'content_filter' }];
+    choices = [{ index: 0, parts: [], finishReason: 'content_filter' }];
   } else {
     throw new Error('Gemini answered without candidates.');
   }

@@ -40,7 +40,7 @@ export class GeminiStreamTranslator implements StreamTranslator {
       const state = this.stateFor(index);
       (candidate.content?.parts ?? []).forEach((part) => {
         const partPosition = state.partCount++;
-        if (typeof part.text === 'string' && part.text !== '' && !part.thought) parts.push({ type: 'delta', index, content: part.text });
+        if (typeof part.text === 'string' && part.text !== '') parts.push(part.thought ? { type: 'delta', index, reasoning: part.text } : { type: 'delta', index, content: part.text });
         const call = part.functionCall;
         if (call && typeof call.name === 'string') {
           const id = call.id || geminiToolCallId(data.responseId, index, partPosition, call.name);

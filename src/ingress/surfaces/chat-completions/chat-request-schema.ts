@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { GatewayError } from './errors.js';
+import { GatewayError } from '../../../shared/errors.js';
 
 export const limits = {
   maxFallbacks: 5,
@@ -79,7 +79,8 @@ const toolChoice = z.union([
   z.enum(['none', 'auto', 'required']),
   z.object({ type: z.literal('function'), function: z.object({ name: functionName }) }),
 ]);
-const modelId = z.string().regex(/^svc\/[A-Za-z0-9._:@-][A-Za-z0-9._:@/-]*$/, 'Model IDs look like svc/<model name>.');
+// A catalog id (svc/<name>) or one of the catalog's aliases; which exist is the catalog's to say (404).
+const modelId = z.string().min(1, 'Model IDs look like svc/<model name>.').max(256);
 
 export const chatRequestSchema = z
   .object({

@@ -1,8 +1,8 @@
-import type { ErrorDescription } from '../shared/errors.js';
-import { errorFromDescription } from '../shared/errors.js';
-import type { ChoiceDelta } from '../shared/job.js';
-import type { CompletionChoice } from '../shared/providers/provider-adapter.js';
-import type { Usage } from '../shared/usage.js';
+import type { ErrorDescription } from '../../../shared/errors.js';
+import { errorFromDescription } from '../../../shared/errors.js';
+import type { ChoiceDelta } from '../../../shared/job.js';
+import type { CompletionChoice } from '../../../shared/providers/provider-adapter.js';
+import type { Usage } from '../../../shared/usage.js';
 
 // The bytes clients see. Chunk framing is built from a prefix serialised once per stream, so a
 // delta costs one small JSON.stringify of its own fields.
@@ -12,13 +12,29 @@ export function publicUsage(usage: Usage): Usage {
   return estimated ? { ...rest, estimated: true } : rest;
 }
 
+/** A choice's parts as a Chat Completions message; reasoning and other formats' blocks have no place in it. */
+function chatMessage(choice: CompletionChoice): Record<string, unknown> {
+  let content: string | null = null;
+  const toolCalls: Array<{ id: string; type: 'function'; function: { name: string; arguments: string } }> = [];
+  let refusal: string | undefined;
+  for (const part of choice.parts) {
+    if (part.type === 'text') content = (content ?? '') + part.text;
+    else if (part.type === 'tool_call') toolCalls.push({ id: part.id, type: 'function', function: { name: part.name, arguments: part.arguments } });
+    else if (part.type === 'refusal') refusal = (refusal ?? '') + part.text;
+  }
+  const message: Record<string, unknown> = { role: 'assistant', content };
+  if (toolCalls.length > 0) message.tool_calls = toolCalls;
+  if (refusal !== undefined) message.refusal = refusal;
+  return message;
+}
+
 export function completionBody(id: string, created: number, model: string, choices: CompletionChoice[], usage: Usage, systemFingerprint?: string): string {
   return JSON.stringify({
     id,
     object: 'chat.completion',
     created,
     model,
-    choices: choices.map((choice) => ({ index: choice.index, message: choice.message, logprobs: choice.logprobs ?? null, finish_reason: choice.finish_reason ?? 'stop' })),
+    choices: choices.map((choice) => ({ index: choice.index, message: chatMessage(choice), logprobs: choice.logprobs ?? null, finish_reason: choice.finishReason })),
     usage: publicUsage(usage),
     ...(systemFingerprint ? { system_fingerprint: systemFingerprint } : {}),
   });
@@ -48,6 +64,8 @@ export class ChunkFormatter {
         frames += `${this.prefix}{"index":${delta.index},"delta":{},"logprobs":null,"finish_reason":${JSON.stringify(delta.finishReason)}}${this.suffix}`;
         continue;
       }
+      // Reasoning has no Chat Completions field; a delta of nothing else is not sent.
+      if (delta.content === undefined && !delta.toolCalls && delta.refusal === undefined) continue;
       const body: Record<string, unknown> = {};
       if (delta.content !== undefined) body.content = delta.content;
       if (delta.toolCalls) body.tool_calls = delta.toolCalls;

@@ -1,0 +1,30 @@
+import { findModel, type Catalog, type ModelEntry } from '../../shared/catalog/catalog-types.js';
+import { GatewayError } from '../../shared/errors.js';
+import type { InternalRequest } from '../../shared/internal/request.js';
+
+/**
+ * The chain of models a request may use: the named model (by id or alias), then the request's own
+ * fallbacks, or the model's catalog fallbacks when it names none.
+ */
+export function resolveTargets(catalog: Catalog, request: InternalRequest): ModelEntry[] {
+  const find = (name: string, param: string): ModelEntry => {
+    const model = findModel(catalog, name);
+    // A name that is neither a catalog id nor an alias is most likely a provider's own model name.
+    if (!model && !name.startsWith('svc/')) throw new GatewayError('invalid_value', `Invalid value for '${param}': Model IDs look like svc/<model name>, or one of the catalog's aliases; GET /v1/models lists them.`, { param });
+    if (!model) throw new GatewayError('model_not_found', `The model \`${name}\` does not exist. GET /v1/models lists the models this gateway serves.`, { param });
+    return model;
+  };
+  const primary = find(request.model, 'model');
+  if (!request.fallbacks) return [primary, ...primary.fallbacks.map((id) => find(id, 'model'))];
+  // A fallback that repeats the model or an earlier fallback (by id or alias) only multiplies provider calls.
+  const chain = [primary];
+  request.fallbacks.forEach((name, index) => {
+    const model = find(name, `fallbacks[${index}]`);
+    if (chain.includes(model)) {
+      const what = model === primary ? 'the model' : 'an earlier fallback';
+      throw new GatewayError('invalid_value', `Invalid value for 'fallbacks[${index}]': ${name} is already ${what}; each model may appear once.`, { param: `fallbacks[${index}]` });
+    }
+    chain.push(model);
+  });
+  return chain;
+}
