@@ -5,7 +5,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startAnthropicProviderDouble, type AnthropicProviderDouble } from './doubles/anthropic-provider-double.js';
 import { startOpenAiProviderDouble, type OpenAiProviderDouble } from './doubles/openai-provider-double.js';
 import { claudeBinary, claudeEnvironment, runClaude } from './fixtures/claude-code/record-claude-code.js';
-import { adminRequest, createKey, eventually, type CreatedKey } from './support/api-client.js';
+import { adminRequest, createKey, eventually, ledgerView, type CreatedKey } from './support/api-client.js';
 import { startEmbeddedDeployment, testUpstreamKey, type TestDeployment } from './support/gateway-harness.js';
 import { claudeCodeLimits, claudeCodeModelNames } from './support/test-catalog.js';
 
@@ -85,7 +85,7 @@ async function claude(args: string[], auth: 'api-key' | 'auth-token' = 'api-key'
     // Every model call Claude Code made is in the ledger, served by svc/claude-test.
     await eventually(async () => expect((await ledgerCount()) - before).toBe(calls.length));
     const { body } = await adminRequest(deployment, 'GET', `/admin/v1/requests?key_id=${key.id}`);
-    const latest = body.data.slice(0, calls.length) as Array<{ requestedModel: string; servedModel: string }>;
+    const latest = (body.data as Array<Record<string, unknown>>).slice(0, calls.length).map(ledgerView);
     expect(latest.map((entry) => entry.servedModel)).toEqual(calls.map(() => 'svc/claude-test'));
     // Asked for by the name Claude Code sent (or the id it resolved to).
     for (const entry of latest) expect([sentModel, 'svc/claude-test']).toContain(entry.requestedModel);

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, beforeEach, expect } from 'vitest';
 import { startAnthropicProviderDouble, type AnthropicProviderDouble } from '../doubles/anthropic-provider-double.js';
 import { startOpenAiProviderDouble, type OpenAiProviderDouble } from '../doubles/openai-provider-double.js';
 import type { SseEvent } from '../doubles/sse.js';
-import { adminRequest, createKey, eventually, type CreatedKey } from '../support/api-client.js';
+import { adminRequest, createKey, eventually, ledgerView, type CreatedKey, type LedgerView } from '../support/api-client.js';
 import { startDeployment, testUpstreamKey, type DeploymentKind, type TestDeployment } from '../support/gateway-harness.js';
 import { claudeCodeLimits, claudeCodeModelNames } from '../support/test-catalog.js';
 
@@ -79,22 +79,12 @@ export function postMessages(context: MessagesContext, body: unknown, options: {
   });
 }
 
-export interface LedgerEntry {
-  requestedModel: string;
-  servedModel: string | null;
-  promptTokens: number;
-  completionTokens: number;
-  costNanos: number;
-  status: number;
-  stream: boolean;
-  attempts: Array<{ model: string; outcome: string; deployment?: string; status?: number }>;
-}
-
-export async function ledgerOf(context: MessagesContext, keyId: string, count = 1): Promise<LedgerEntry[]> {
+/** The key's ledger records, newest first, once at least `count` have landed. */
+export async function ledgerOf(context: MessagesContext, keyId: string, count = 1): Promise<LedgerView[]> {
   return eventually(async () => {
     const { body } = await adminRequest(context.deployment, 'GET', `/admin/v1/requests?key_id=${keyId}`);
     expect(body.data.length).toBeGreaterThanOrEqual(count);
-    return body.data as LedgerEntry[];
+    return (body.data as Array<Record<string, unknown>>).map(ledgerView);
   });
 }
 
