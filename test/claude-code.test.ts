@@ -1,4 +1,5 @@
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { startEmbeddedGateway } from '../src/embedded-gateway.js';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -6,7 +7,7 @@ import { startAnthropicProviderDouble, type AnthropicProviderDouble } from './do
 import { startOpenAiProviderDouble, type OpenAiProviderDouble } from './doubles/openai-provider-double.js';
 import { claudeBinary, claudeEnvironment, runClaude } from './fixtures/claude-code/record-claude-code.js';
 import { adminRequest, createKey, eventually, ledgerView, type CreatedKey } from './support/api-client.js';
-import { startEmbeddedDeployment, testUpstreamKey, type TestDeployment } from './support/gateway-harness.js';
+import { startEmbeddedDeployment, testAdminToken, testUpstreamKey, type TestDeployment } from './support/gateway-harness.js';
 import { claudeCodeLimits, claudeCodeModelNames } from './support/test-catalog.js';
 
 // The real Claude Code CLI (node_modules/.bin/claude, 2.1.197) pointed at the embedded gateway
@@ -118,4 +119,38 @@ async function claude(args: string[], auth: 'api-key' | 'auth-token' = 'api-key'
     // Both turns are billed to the key.
     await eventually(async () => expect((await ledgerCount()) - before).toBe(2));
   }, 60_000);
+});
+
+// Without a catalog file the gateway serves its default catalog. Claude Code out of the box sends
+// these names; each must resolve, or Claude Code stops at once with "There's an issue with the
+// selected model". count_tokens resolves the model without calling any provider.
+describe('the default catalog and the model names Claude Code 2.1.197 sends', () => {
+  let gateway: Awaited<ReturnType<typeof startEmbeddedGateway>>;
+  let dataDir: string;
+  let serviceKey: string;
+  beforeAll(async () => {
+    dataDir = mkdtempSync(path.join(tmpdir(), 'switchboard-default-catalog-'));
+    gateway = await startEmbeddedGateway({
+      environment: { PATH: process.env.PATH ?? '', PORT: '0', HOST: '127.0.0.1', SWITCHBOARD_DATA_DIR: dataDir, SWITCHBOARD_ADMIN_TOKEN: testAdminToken, LOG_LEVEL: 'silent' },
+    });
+    const deployment: TestDeployment = { kind: 'embedded', urls: [gateway.url], adminToken: gateway.adminToken, url: () => gateway.url, close: () => gateway.close() };
+    serviceKey = (await createKey(deployment, { name: 'default catalog' })).key;
+  }, 60_000);
+  afterAll(async () => {
+    await gateway?.close();
+    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+  }, 30_000);
+
+  it.each([
+    ['its default and --model opus', 'claude-opus-4-8'],
+    ['--model sonnet', 'claude-sonnet-5'],
+    ['--model haiku and its small fast model', 'claude-haiku-4-5-20251001'],
+  ])('resolves the name sent by %s (%s)', async (_choice, model) => {
+    const response = await fetch(`${gateway.url}/v1/messages/count_tokens?beta=true`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': serviceKey, 'anthropic-version': '2023-06-01' },
+      body: JSON.stringify({ model, messages: [{ role: 'user', content: 'say hi' }] }),
+    });
+    expect({ model, status: response.status, body: await response.json() }).toMatchObject({ model, status: 200, body: { input_tokens: expect.any(Number) } });
+  });
 });
