@@ -92,6 +92,15 @@ async function claude(args: string[], auth: 'api-key' | 'auth-token' = 'api-key'
     for (const entry of latest) expect([sentModel, 'svc/claude-test']).toContain(entry.requestedModel);
   }, 60_000);
 
+  it("reports the provider's usage, cache reads and writes included, as Claude Code would see it from Anthropic", async () => {
+    anthropic.script('claude-test', { kind: 'text', text: 'counted', usage: { input_tokens: 1234, output_tokens: 7, cache_read_input_tokens: 5000, cache_creation_input_tokens: 300 } });
+    const result = await claude(['-p', 'say hi', '--output-format', 'json']);
+    expect(result.code).toBe(0);
+    const report = JSON.parse(result.stdout) as { result: string; usage: Record<string, unknown> };
+    expect(report.result).toBe('counted');
+    expect(report.usage).toMatchObject({ input_tokens: 1234, output_tokens: 7, cache_read_input_tokens: 5000, cache_creation_input_tokens: 300 });
+  }, 60_000);
+
   it('runs a tool through Claude Code and sends its result back, thinking signature intact, with a Bearer token', async () => {
     const before = await ledgerCount();
     anthropic.script(

@@ -295,7 +295,7 @@ async function answer(ex: Exchange, behaviour: AnthropicBehaviour): Promise<void
         return send(ex, 200, fullMessage(ex, [{ type: 'text', text }], stopReason, usage));
       }
       openStream(ex);
-      if (!(await write(ex, [messageStart(ex, usage.input_tokens)]))) return;
+      if (!(await write(ex, [messageStart(ex, usage)]))) return;
       if (!(await write(ex, textFrames(0, behaviour.chunks ?? splitWords(text)), behaviour.chunkDelayMs))) return;
       ex.res.end(endFrames(stopReason, usage.output_tokens).join(''));
       return;
@@ -308,7 +308,7 @@ async function answer(ex: Exchange, behaviour: AnthropicBehaviour): Promise<void
       if (!stream) return send(ex, 200, fullMessage(ex, [...blocks, { type: 'tool_use', id, name: behaviour.name, input: behaviour.input }], 'tool_use', usage));
       const index = blocks.length;
       const frames = [
-        messageStart(ex, usage.input_tokens),
+        messageStart(ex, usage),
         ...(behaviour.text ? textFrames(0, splitWords(behaviour.text)) : []),
         sseEvent('content_block_start', { index, content_block: { type: 'tool_use', id, name: behaviour.name, input: {} } }),
         // The API opens every tool input with an empty fragment (stream-tool-use.sse).
