@@ -128,6 +128,24 @@ async function claude(args: string[], auth: 'api-key' | 'auth-token' = 'api-key'
     // Both turns are billed to the key.
     await eventually(async () => expect((await ledgerCount()) - before).toBe(2));
   }, 60_000);
+
+  it('works on an OpenAI-wire model too: --model svc/alpha, a Bash tool call translated both ways', async () => {
+    openai.script('alpha', { kind: 'tool_call', name: 'Bash', arguments: JSON.stringify({ command: 'echo switchboard-openai-ok', description: 'Print the marker' }) }, { kind: 'text', text: 'Done on alpha.' });
+    const result = await claude(['-p', 'print the marker with echo', '--model', 'svc/alpha', '--allowedTools', 'Bash(echo:*)']);
+    expect(result.code).toBe(0);
+    expect(result.stdout.trim()).toBe('Done on alpha.');
+    expect(anthropic.requests).toHaveLength(0);
+    const [first, second] = openai.requests;
+    expect(first!.body.model).toBe('alpha');
+    // Claude Code's tools arrive as functions.
+    const tools = (first!.body.tools as Array<{ type: string; function: { name: string } }>).map((tool) => `${tool.type}:${tool.function.name}`);
+    expect(tools).toContain('function:Bash');
+    const turns = second!.body.messages as Array<{ role: string; content?: unknown; tool_calls?: Array<{ id: string }>; tool_call_id?: string }>;
+    const call = turns.find((turn) => turn.role === 'assistant' && turn.tool_calls)!.tool_calls![0]!;
+    const answer = turns.find((turn) => turn.role === 'tool')!;
+    expect(answer.tool_call_id).toBe(call.id);
+    expect(JSON.stringify(answer.content)).toContain('switchboard-openai-ok');
+  }, 60_000);
 });
 
 // Without a catalog file the gateway serves its default catalog. Claude Code out of the box sends
