@@ -60,6 +60,8 @@ export async function startEmbeddedGateway(options: EmbeddedOptions = {}): Promi
     logger,
     adminToken: admin.token,
     maxBodyBytes: config.maxBodyBytes,
+    maxInflightBodyBytes: config.maxInflightBodyBytes,
+    maxJsonDepth: config.maxJsonDepth,
     maxQueuedStreamBytes: config.maxQueuedStreamBytes,
     keyCacheMs: transport.keyCacheMs,
     announceKeyChange: transport.announceKeyChange,

@@ -1,12 +1,18 @@
 import { startEmbeddedGateway } from './embedded-gateway.js';
+import { listenAddress } from './shared/listen-address.js';
 import { exitOnShutdownSignal } from './shared/shutdown.js';
 
-// `npm start`: the whole gateway in one process.
+// `npm start`: the whole gateway in one process. Started as `node --import tsx src/main.ts` (no
+// wrapper process), so the signals npm or a Procfile runner forward reach the process that serves.
+
 const gateway = await startEmbeddedGateway().catch((error: Error) => {
   process.stderr.write(`Switchboard could not start: ${error.message}\n`);
   process.exit(1);
 });
-process.stdout.write(`Switchboard listening on ${gateway.url} (uWebSockets.js build ${gateway.ingress.build})\n`);
-process.stdout.write(`Dashboard: ${gateway.dashboardUrl} (sign in with the admin token)\n`);
+const { host } = gateway.config;
+const api = listenAddress(host, gateway.port);
+const dashboard = listenAddress(host, Number(new URL(gateway.dashboardUrl).port || 80));
+process.stdout.write(`Switchboard listening on ${api.describe} (uWebSockets.js build ${gateway.ingress.build})\n`);
+process.stdout.write(`Dashboard: ${dashboard.local}/dashboard/ (sign in with the admin token)\n`);
 
 exitOnShutdownSignal(undefined, 'gateway', () => gateway.close());

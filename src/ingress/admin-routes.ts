@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
+import type { HttpResponse, TemplatedApp } from 'uWebSockets.js';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import type { Counters } from '../shared/counters/counters.js';
@@ -7,10 +7,10 @@ import { GatewayError } from '../shared/errors.js';
 import { generateApiKey } from '../shared/keys/api-key.js';
 import type { KeyPatch, KeyRecord, NewKey, Store } from '../shared/store/store.js';
 import { maxQueryTextLength, publicRequest, requestsQuery, usageQuery, validate } from './admin-query.js';
-import { AdminTokenGuard, clientAddress } from './admin-token-guard.js';
-import { parseJsonBody, readBody } from './body-reader.js';
-import { replyError, replyJson, type ReplyState } from './http-reply.js';
+import { AdminTokenGuard } from './admin-token-guard.js';
+import { replyJson, type ReplyState } from './http-reply.js';
 import type { KeyDirectory } from './key-directory.js';
+import type { RouteWrapper } from './pipeline/request-wrapper.js';
 
 // The admin API (bearer SWITCHBOARD_ADMIN_TOKEN): keys and usage. The CLI and the dashboard use it.
 
@@ -82,27 +82,18 @@ export interface AdminRoute {
   withBody: boolean;
 }
 
-export function registerAdminRoutes(app: TemplatedApp, dependencies: AdminDependencies, maxBodyBytes: number): void {
+export function registerAdminRoutes(app: TemplatedApp, dependencies: AdminDependencies, route: RouteWrapper): void {
   const guard = adminTokenGuard(dependencies);
   for (const { method, path, action, withBody } of adminRoutes(dependencies)) {
-    app[method](`/admin/v1${path}`, (res: HttpResponse, req: HttpRequest) => {
-      const authorization = req.getHeader('authorization');
-      const client = clientAddress(res);
-      const parameter = path.includes(':') ? decodeURIComponent(req.getParameter(0) ?? '') : '';
-      const query = req.getQuery() ?? '';
-      const state: ReplyState = { aborted: false, done: false, requestId: randomUUID() };
-      res.onAborted(() => {
-        state.aborted = true;
-      });
-      const run = async () => {
-        const body = withBody ? await readBody(res, maxBodyBytes, state) : undefined;
-        if (withBody && body === undefined) return;
-        guard.checkBearer(client, authorization);
-        const [status, result] = await action({ res, state, parameter, query, body: body ? parseJsonBody(body) : undefined });
-        replyJson(res, state, status, JSON.stringify(result));
-      };
-      run().catch((error) => replyError(res, state, error));
-    });
+    const options = { headers: ['authorization'], parameters: path.includes(':') ? 1 : 0, body: withBody, remoteAddress: true };
+    app[method](`/admin/v1${path}`, route(`admin ${method} ${path}`, options, async ({ res, state, headers, parameters, query, body, remoteAddress }) => {
+      // The token is checked before the body is wanted, so an unauthenticated upload is not read.
+      guard.checkBearer(remoteAddress, headers.authorization ?? '');
+      const parsed = body ? await body.json() : undefined;
+      if (body && parsed === undefined) return;
+      const [status, result] = await action({ res, state, parameter: parameters[0] ?? '', query, body: parsed });
+      replyJson(res, state, status, JSON.stringify(result));
+    }));
   }
 }
 

@@ -21,6 +21,8 @@ export interface ReplyState {
   done: boolean;
   requestId: string;
   extraHeaders?: Array<[string, string]>;
+  /** A HEAD request: the reply carries the headers (and length) of the body, not the body. */
+  head?: boolean;
 }
 
 export function replyJson(res: HttpResponse, state: ReplyState, status: number, body: string, headers: Array<[string, string]> = [], closeConnection = false): void {
@@ -32,7 +34,8 @@ export function replyJson(res: HttpResponse, state: ReplyState, status: number, 
     res.writeHeader('x-request-id', state.requestId);
     if (state.extraHeaders) for (const [name, value] of state.extraHeaders) res.writeHeader(name, value);
     for (const [name, value] of headers) res.writeHeader(name, value);
-    res.end(body, closeConnection);
+    if (state.head) res.endWithoutBody(Buffer.byteLength(body), closeConnection);
+    else res.end(body, closeConnection);
   });
 }
 

@@ -1,6 +1,7 @@
 import { loadCatalog } from '../shared/catalog/catalog-loader.js';
 import { readConfig, resolveAdminToken } from '../shared/config.js';
 import { openRedisCounters, openStore, readScaleOutSettings, requireScaleOutServices } from '../shared/deployment.js';
+import { listenAddress } from '../shared/listen-address.js';
 import { createLogger } from '../shared/logger.js';
 import { prepareTokenCounter } from '../shared/token-counter.js';
 import { openRedis, quitQuietly, waitUntilReady } from '../shared/transport/redis-connections.js';
@@ -45,15 +46,17 @@ async function main(): Promise<void> {
     logger,
     adminToken: admin.token,
     maxBodyBytes: config.maxBodyBytes,
+    maxInflightBodyBytes: config.maxInflightBodyBytes,
+    maxJsonDepth: config.maxJsonDepth,
     maxQueuedStreamBytes: config.maxQueuedStreamBytes,
     keyCacheMs: config.keyCacheMs,
     announceKeyChange: (publicId) => transport.announceKeyChange(publicId),
     extend: dashboard.extend,
   });
   const dashboardOwnPort = await dashboard.listen();
-  const host = config.host === '0.0.0.0' ? '127.0.0.1' : config.host;
-  process.stdout.write(`Switchboard ingress ${transport.ingressId} listening on http://${host}:${ingress.port} (uWebSockets.js build ${ingress.build})\n`);
-  process.stdout.write(`Dashboard: http://${host}:${dashboardOwnPort ?? ingress.port}/dashboard/ (sign in with the admin token)\n`);
+  const address = listenAddress(config.host, ingress.port);
+  process.stdout.write(`Switchboard ingress ${transport.ingressId} listening on ${address.describe} (uWebSockets.js build ${ingress.build})\n`);
+  process.stdout.write(`Dashboard: ${listenAddress(config.host, dashboardOwnPort ?? ingress.port).local}/dashboard/ (sign in with the admin token)\n`);
 
   exitOnShutdownSignal(logger, 'ingress', async (signal) => {
     logger.info({ signal }, 'ingress draining');

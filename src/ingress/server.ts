@@ -1,5 +1,4 @@
-import { randomUUID } from 'node:crypto';
-import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
+import type { TemplatedApp, us_listen_socket } from 'uWebSockets.js';
 import type { Logger } from 'pino';
 import type { Catalog } from '../shared/catalog/catalog-types.js';
 import type { Counters } from '../shared/counters/counters.js';
@@ -8,17 +7,18 @@ import type { Store } from '../shared/store/store.js';
 import type { IngressTransport } from '../shared/transport/transport.js';
 import { registerAdminRoutes, type AdminDependencies } from './admin-routes.js';
 import { authenticate } from './authenticate.js';
-import { replyError, replyJson, type ReplyState } from './http-reply.js';
-import { replyRendered } from './pipeline/surface-reply.js';
+import { replyJson } from './http-reply.js';
 import { JobRouter } from './job-router.js';
 import { KeyDirectory } from './key-directory.js';
 import { modelsListBody } from './models-route.js';
-import { createSurfaceHandler } from './pipeline/request-pipeline.js';
-import { createSurfaceJsonRoute } from './pipeline/surface-json-route.js';
+import { InflightBodyBudget } from './pipeline/inflight-body-budget.js';
+import { keepProcessAliveOnHandlerErrors } from './pipeline/process-safety.js';
+import { createSurfaceHandler, createSurfaceJsonHandler, surfaceRouteOptions } from './pipeline/request-pipeline.js';
+import { createRequestWrapper, type RouteHandler, type RouteWrapper } from './pipeline/request-wrapper.js';
 import { chatCompletionsSurface } from './surfaces/chat-completions/chat-surface.js';
 import { countMessageTokens } from './surfaces/messages/count-tokens.js';
-import { renderMessagesError } from './surfaces/messages/messages-errors.js';
 import { messagesSurface } from './surfaces/messages/messages-surface.js';
+import { listenExclusive } from './listen-exclusive.js';
 import { loadUws } from './uws-loader.js';
 
 export interface IngressOptions {
@@ -31,6 +31,10 @@ export interface IngressOptions {
   logger: Logger;
   adminToken: string;
   maxBodyBytes: number;
+  /** Bytes of request bodies held at once while they arrive (default 64 MiB); beyond, 503 overloaded. */
+  maxInflightBodyBytes?: number;
+  /** Nesting depth a JSON body may have (default 64). */
+  maxJsonDepth?: number;
   maxQueuedStreamBytes: number;
   keyCacheMs: number;
   announceKeyChange?: (publicId: string) => void | Promise<void>;
@@ -38,17 +42,17 @@ export interface IngressOptions {
   extend?: (app: TemplatedApp, context: IngressContext) => void;
 }
 
-/** What `extend` gets besides the app: the admin API's dependencies (to serve the same actions), the catalog and limits. */
+/**
+ * What `extend` gets besides the app: the admin API's dependencies (to serve the same actions), the
+ * catalog, and `route`, the request wrapper every handler must be registered through.
+ */
 export interface IngressContext {
   admin: AdminDependencies;
   catalog: Catalog;
-  maxBodyBytes: number;
+  route: RouteWrapper;
 }
 
-/** What a request that arrives on a kept-alive connection during a drain gets. */
-export function shuttingDown(): GatewayError {
-  return new GatewayError('service_unavailable', 'This gateway instance is shutting down; retry on another.', { retryAfterSeconds: 1 });
-}
+export { shuttingDown } from './pipeline/request-wrapper.js';
 
 export interface RunningIngress {
   port: number;
@@ -65,64 +69,63 @@ export async function startIngress(options: IngressOptions): Promise<RunningIngr
   const keys = new KeyDirectory(options.store, options.keyCacheMs);
   const openRequests = new Set<string>();
   const lifecycle = { draining: false };
+  keepProcessAliveOnHandlerErrors(options.logger);
+  const route = createRequestWrapper({
+    logger: options.logger,
+    lifecycle,
+    limits: {
+      maxBodyBytes: options.maxBodyBytes,
+      maxJsonDepth: options.maxJsonDepth ?? 64,
+      budget: new InflightBodyBudget(options.maxInflightBodyBytes ?? 64 * 1024 * 1024),
+    },
+  });
   await options.transport.start(router.dispatch);
 
   const modelsBody = modelsListBody(options.catalog);
-  const simple = (handler: (state: ReplyState, authorization: string) => Promise<[number, string]>) => (res: HttpResponse, req: HttpRequest) => {
-    const authorization = req.getHeader('authorization');
-    const state: ReplyState = { aborted: false, done: false, requestId: randomUUID() };
-    res.onAborted(() => {
-      state.aborted = true;
-    });
-    if (lifecycle.draining) return replyError(res, state, shuttingDown(), true);
-    handler(state, authorization)
-      .then(([status, body]) => replyJson(res, state, status, body))
-      .catch((error) => replyError(res, state, error));
+  const authorized = { headers: ['authorization'] } as const;
+  const json = (name: string, handler: (authorization: string) => Promise<string>, routeOptions: { headers?: readonly string[] } = {}) => {
+    const wrapped: RouteHandler = async ({ res, state, headers }) => replyJson(res, state, 200, await handler(headers.authorization ?? ''));
+    return route(name, routeOptions, wrapped);
   };
 
-  app.get('/healthz', simple(async () => [200, JSON.stringify({ status: 'ok', uws: build, open_requests: openRequests.size })]));
-  app.get('/v1/models', simple(async (_state, authorization) => {
+  app.get('/healthz', json('healthz', async () => JSON.stringify({ status: 'ok', uws: build, open_requests: openRequests.size })));
+  app.get('/v1/models', json('models', async (authorization) => {
     await authenticate(keys, authorization);
-    return [200, modelsBody];
-  }));
-  app.get('/v1/models/*', simple(async (_state, authorization) => {
+    return modelsBody;
+  }, authorized));
+  app.get('/v1/models/*', json('model', async (authorization) => {
     await authenticate(keys, authorization);
     throw new GatewayError('not_found', 'Look models up in the list at GET /v1/models.');
-  }));
+  }, authorized));
   const pipeline = {
     catalog: options.catalog,
     counters: options.counters,
     keys,
     transport: options.transport,
     router,
-    logger: options.logger,
-    maxBodyBytes: options.maxBodyBytes,
     maxQueuedStreamBytes: options.maxQueuedStreamBytes,
     openRequests,
-    lifecycle,
   };
-  app.post('/v1/chat/completions', createSurfaceHandler(chatCompletionsSurface, pipeline));
-  app.any('/v1/chat/completions', simple(async () => {
+  app.post('/v1/chat/completions', route('chat.completions', surfaceRouteOptions(chatCompletionsSurface), createSurfaceHandler(chatCompletionsSurface, pipeline)));
+  app.any('/v1/chat/completions', json('chat.completions', async () => {
     throw new GatewayError('method_not_allowed', 'Use POST for /v1/chat/completions.');
   }));
-  app.post('/v1/messages', createSurfaceHandler(messagesSurface, pipeline));
-  app.post('/v1/messages/count_tokens', createSurfaceJsonRoute(messagesSurface, pipeline, (body, headers) => countMessageTokens(options.catalog, body, headers)));
+  const messagesRoute = surfaceRouteOptions(messagesSurface);
+  app.post('/v1/messages', route('messages', messagesRoute, createSurfaceHandler(messagesSurface, pipeline)));
+  app.post('/v1/messages/count_tokens', route('messages.count_tokens', messagesRoute, createSurfaceJsonHandler(messagesSurface, keys, (body, headers) => countMessageTokens(options.catalog, body, headers))));
   for (const path of ['/v1/messages', '/v1/messages/count_tokens']) {
-    app.any(path, (res) => {
-      const state: ReplyState = { aborted: false, done: false, requestId: randomUUID() };
-      replyRendered(res, state, renderMessagesError(new GatewayError('method_not_allowed', `Use POST for ${path}.`)));
-    });
+    app.any(path, route(path, { renderError: messagesRoute.renderError }, () => {
+      throw new GatewayError('method_not_allowed', `Use POST for ${path}.`);
+    }));
   }
   const admin: AdminDependencies = { store: options.store, counters: options.counters, keys, adminToken: options.adminToken, logger: options.logger, announceKeyChange: options.announceKeyChange };
-  registerAdminRoutes(app, admin, options.maxBodyBytes);
-  options.extend?.(app, { admin, catalog: options.catalog, maxBodyBytes: options.maxBodyBytes });
-  app.any('/*', simple(async () => {
+  registerAdminRoutes(app, admin, route);
+  options.extend?.(app, { admin, catalog: options.catalog, route });
+  app.any('/*', json('unknown', async () => {
     throw new GatewayError('not_found', 'Unknown path. The API lives under /v1 (POST /v1/chat/completions, GET /v1/models).');
   }));
 
-  const listenSocket = await new Promise<us_listen_socket>((resolve, reject) => {
-    app.listen(options.host, options.port, (socket) => (socket ? resolve(socket) : reject(new Error(`Cannot listen on ${options.host}:${options.port}.`))));
-  });
+  const listenSocket: us_listen_socket = await listenExclusive(app, options.host, options.port, 'The gateway');
   const port = uws.us_socket_local_port(listenSocket);
   options.logger.info({ port, uws: build }, 'ingress listening');
 

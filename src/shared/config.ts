@@ -4,9 +4,14 @@ import { adminTokenPath, assertStrongAdminToken, dataDirectory, findAdminToken }
 
 export interface GatewayConfig {
   port: number;
+  /** The address the ingress binds: 127.0.0.1 unless HOST says otherwise (containers and Procfile platforms set 0.0.0.0). */
   host: string;
   dataDir: string;
   maxBodyBytes: number;
+  /** Bytes of request bodies one ingress process holds while they arrive; beyond, uploads get 503. */
+  maxInflightBodyBytes: number;
+  /** Nesting depth of arrays and objects a JSON body may have. */
+  maxJsonDepth: number;
   /** Bytes a slow SSE reader may fall behind before it is disconnected. */
   maxQueuedStreamBytes: number;
   workerConcurrency: number;
@@ -31,9 +36,11 @@ function integer(environment: NodeJS.ProcessEnv, name: string, fallback: number)
 export function readConfig(environment: NodeJS.ProcessEnv = process.env): GatewayConfig {
   return {
     port: integer(environment, 'PORT', 8080),
-    host: environment.HOST ?? '0.0.0.0',
+    host: environment.HOST || '127.0.0.1',
     dataDir: dataDirectory(environment),
     maxBodyBytes: integer(environment, 'SWITCHBOARD_MAX_BODY_BYTES', 4 * 1024 * 1024),
+    maxInflightBodyBytes: integer(environment, 'SWITCHBOARD_MAX_INFLIGHT_BODY_BYTES', 64 * 1024 * 1024),
+    maxJsonDepth: integer(environment, 'SWITCHBOARD_MAX_JSON_DEPTH', 64),
     maxQueuedStreamBytes: integer(environment, 'SWITCHBOARD_MAX_STREAM_BUFFER_BYTES', 4 * 1024 * 1024),
     workerConcurrency: integer(environment, 'SWITCHBOARD_WORKER_CONCURRENCY', 512),
     maxQueuedJobs: integer(environment, 'SWITCHBOARD_MAX_QUEUED_JOBS', 2000),

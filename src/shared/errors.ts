@@ -5,6 +5,8 @@ export const errorCatalog = {
   invalid_admin_token: { status: 401, type: 'invalid_request_error' },
   invalid_value: { status: 400, type: 'invalid_request_error' },
   invalid_json: { status: 400, type: 'invalid_request_error' },
+  /** Ambiguous HTTP framing (duplicate Content-Length): refused and the connection closed. */
+  invalid_request_framing: { status: 400, type: 'invalid_request_error' },
   missing_required_parameter: { status: 400, type: 'invalid_request_error' },
   unknown_parameter: { status: 400, type: 'invalid_request_error' },
   too_many_fallbacks: { status: 400, type: 'invalid_request_error' },

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import pg from 'pg';
+import { inject } from 'vitest';
 import { registerDeploymentStarter, testEnvironment, type HarnessOptions, type TestDeployment } from './gateway-harness.js';
 import { testCatalogYaml } from './test-catalog.js';
 
@@ -14,10 +15,21 @@ import { testCatalogYaml } from './test-catalog.js';
 // PostgreSQL. Each deployment gets its own Redis prefix and PostgreSQL schema, so test runs never
 // collide; both are removed on close. `url()` alternates between the two ingress ports.
 
-export const REDIS_URL = process.env.REDIS_URL;
-export const DATABASE_URL = process.env.DATABASE_URL;
+// The services test/support/test-services.ts (vitest globalSetup) resolved: the environment's, or
+// containers it started.
+export const REDIS_URL = process.env.REDIS_URL || provided('redisUrl');
+export const DATABASE_URL = process.env.DATABASE_URL || provided('databaseUrl');
+
+/** Outside a vitest run (bench/scale-out-latency.ts) there is nothing provided, only the environment. */
+function provided(name: 'redisUrl' | 'databaseUrl'): string | undefined {
+  try {
+    return inject(name) || undefined;
+  } catch {
+    return undefined;
+  }
+}
 export const scaledOutAvailable = Boolean(REDIS_URL && DATABASE_URL);
-export const scaledOutSkipNotice = 'REDIS_URL and DATABASE_URL must both be set (e.g. REDIS_URL=redis://127.0.0.1:6379 DATABASE_URL=postgres://postgres@127.0.0.1:5432/test); the scaled-out deployment is NOT tested';
+export const scaledOutSkipNotice = 'no Redis and PostgreSQL (REDIS_URL / DATABASE_URL unset and no Docker engine; see the line at the start of the run); the scaled-out deployment is NOT tested';
 
 const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
 const entryPoints = { ingress: 'src/ingress/ingress-main.ts', worker: 'src/workers/worker-main.ts' } as const;

@@ -1,6 +1,7 @@
-import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
+import type { HttpResponse } from 'uWebSockets.js';
 import { GatewayError } from '../../shared/errors.js';
 import { replyError, replyJson, statusLine, type ReplyState } from '../http-reply.js';
+import type { RequestContext, RouteOptions } from '../pipeline/request-wrapper.js';
 import type { Asset } from './static-assets.js';
 
 // HTTP details every dashboard response shares: security headers, request snapshots (uWS requests
@@ -49,24 +50,28 @@ export interface RequestSnapshot {
   client: string;
 }
 
-export function snapshot(res: HttpResponse, req: HttpRequest, hasParameter: boolean): RequestSnapshot {
-  const forwardedProto = req.getHeader('x-forwarded-proto').split(',')[0]!.trim().toLowerCase();
+/** The headers `snapshot` reads; dashboard routes register them with the request wrapper. */
+export const snapshotHeaders = ['x-forwarded-proto', 'x-forwarded-host', 'host', 'cookie', 'origin', 'x-csrf-token', 'content-type', 'accept-encoding', 'if-none-match'] as const;
+
+export function snapshot(context: RequestContext): RequestSnapshot {
+  const header = (name: (typeof snapshotHeaders)[number]) => context.headers[name] ?? '';
+  const forwardedProto = header('x-forwarded-proto').split(',')[0]!.trim().toLowerCase();
   const secure = forwardedProto === 'https';
-  const host = req.getHeader('x-forwarded-host').split(',')[0]!.trim() || req.getHeader('host');
+  const host = header('x-forwarded-host').split(',')[0]!.trim() || header('host');
   return {
-    method: req.getCaseSensitiveMethod().toUpperCase(),
-    url: req.getUrl(),
-    query: req.getQuery() ?? '',
-    parameter: hasParameter ? decodeURIComponent(req.getParameter(0) ?? '') : '',
-    cookie: req.getHeader('cookie'),
-    origin: req.getHeader('origin'),
-    csrfToken: req.getHeader('x-csrf-token'),
-    contentType: req.getHeader('content-type'),
-    acceptsGzip: /\bgzip\b/.test(req.getHeader('accept-encoding')),
-    ifNoneMatch: req.getHeader('if-none-match'),
+    method: context.method.toUpperCase(),
+    url: context.url,
+    query: context.query,
+    parameter: context.parameters[0] ?? '',
+    cookie: header('cookie'),
+    origin: header('origin'),
+    csrfToken: header('x-csrf-token'),
+    contentType: header('content-type'),
+    acceptsGzip: /\bgzip\b/.test(header('accept-encoding')),
+    ifNoneMatch: header('if-none-match'),
     secure,
     ownOrigin: `${secure ? 'https' : 'http'}://${host}`,
-    client: Buffer.from(res.getRemoteAddressAsText()).toString(),
+    client: context.remoteAddress,
   };
 }
 
@@ -77,10 +82,23 @@ export class DashboardError extends Error {
   }
 }
 
-export function replyFailure(res: HttpResponse, state: ReplyState, error: unknown): void {
-  if (!(error instanceof DashboardError)) return replyError(res, state, error);
+export function replyFailure(res: HttpResponse, state: ReplyState, error: unknown, closeConnection = false): void {
+  if (!(error instanceof DashboardError)) return replyError(res, state, error, closeConnection);
   const type = error.status === 429 ? 'rate_limit_error' : 'invalid_request_error';
-  replyJson(res, state, error.status, JSON.stringify({ error: { message: error.message, type, param: null, code: error.code } }), error.headers);
+  replyJson(res, state, error.status, JSON.stringify({ error: { message: error.message, type, param: null, code: error.code } }), error.headers, closeConnection);
+}
+
+/** Wrapper options every dashboard route shares: its headers, error shape and security headers. */
+export function dashboardRouteOptions(parameters: number, body: boolean): RouteOptions {
+  return {
+    headers: snapshotHeaders,
+    parameters,
+    body,
+    remoteAddress: true,
+    renderError: replyFailure,
+    isExpected: (error) => error instanceof DashboardError,
+    extraHeaders: securityHeaders('no-store'),
+  };
 }
 
 /** A file from memory, gzipped when the client accepts it, 304 when the client already has it. */

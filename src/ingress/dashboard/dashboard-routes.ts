@@ -1,12 +1,10 @@
-import { randomUUID } from 'node:crypto';
-import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
+import type { HttpResponse, TemplatedApp } from 'uWebSockets.js';
 import type { AdminTokenGuard } from '../admin-token-guard.js';
 import { adminRoutes, adminTokenGuard, type AdminRoute } from '../admin-routes.js';
-import { parseJsonBody, readBody } from '../body-reader.js';
 import { replyJson, type ReplyState } from '../http-reply.js';
 import { modelsListBody } from '../models-route.js';
 import type { IngressContext } from '../server.js';
-import { DashboardError, notFound, replyAsset, replyFailure, replyRedirect, securityHeaders, snapshot, type RequestSnapshot } from './dashboard-http.js';
+import { dashboardRouteOptions, DashboardError, notFound, replyAsset, replyFailure, replyRedirect, snapshot, type RequestSnapshot } from './dashboard-http.js';
 import { DashboardSessions, readCookie, sessionCookie, sessionCookieName, SessionSigner, type Session } from './session.js';
 import { loadAssets, type AssetTable } from './static-assets.js';
 
@@ -72,22 +70,18 @@ export function registerDashboardRoutes(app: TemplatedApp, services: DashboardSe
   }
 
   function api(method: AdminRoute['method'], pattern: string, access: Access, withBody: boolean, handler: ApiHandler): void {
-    app[method](pattern, (res: HttpResponse, req: HttpRequest) => {
-      const request = snapshot(res, req, pattern.includes(':'));
-      const state: ReplyState = { aborted: false, done: false, requestId: randomUUID(), extraHeaders: securityHeaders('no-store') };
-      res.onAborted(() => {
-        state.aborted = true;
-      });
-      const run = async () => {
-        const raw = withBody ? await readBody(res, context.maxBodyBytes, state) : undefined;
-        if (withBody && raw === undefined) return;
-        const session = access === 'probe' ? await sessions.verify(readCookie(request.cookie, sessionCookieName)) : access === 'sign-in' ? undefined : await requireSession(request);
-        if (access === 'change' || access === 'sign-in') refuseForgery(request, session, withBody);
-        const [status, result, headers] = await handler({ res, state, request, session, body: raw ? parseJsonBody(raw) : undefined });
-        replyJson(res, state, status, typeof result === 'string' ? result : JSON.stringify(result), headers);
-      };
-      run().catch((error) => replyFailure(res, state, error));
-    });
+    const options = dashboardRouteOptions(pattern.includes(':') ? 1 : 0, withBody);
+    app[method](pattern, context.route(`dashboard ${method} ${pattern}`, options, async (call) => {
+      const { res, state, body } = call;
+      const request = snapshot(call);
+      // Session and origin are checked from the headers before the body is wanted.
+      const session = access === 'probe' ? await sessions.verify(readCookie(request.cookie, sessionCookieName)) : access === 'sign-in' ? undefined : await requireSession(request);
+      if (access === 'change' || access === 'sign-in') refuseForgery(request, session, withBody);
+      const parsed = body ? await body.json() : undefined;
+      if (body && parsed === undefined) return;
+      const [status, result, headers] = await handler({ res, state, request, session, body: parsed });
+      replyJson(res, state, status, typeof result === 'string' ? result : JSON.stringify(result), headers);
+    }));
   }
 
   api('post', '/dashboard/api/session', 'sign-in', true, async ({ request, body }) => {
@@ -119,11 +113,7 @@ export function registerDashboardRoutes(app: TemplatedApp, services: DashboardSe
   }
 
   const staticRoute = (pattern: string, serve: (request: RequestSnapshot, res: HttpResponse, state: ReplyState) => void) =>
-    app.get(pattern, (res, req) => {
-      const request = snapshot(res, req, false);
-      const state: ReplyState = { aborted: false, done: false, requestId: randomUUID(), extraHeaders: securityHeaders('no-store') };
-      serve(request, res, state);
-    });
+    app.get(pattern, context.route(`dashboard ${pattern}`, dashboardRouteOptions(0, false), (call) => serve(snapshot(call), call.res, call.state)));
   staticRoute('/dashboard', (_request, res) => replyRedirect(res, '/dashboard/'));
   staticRoute('/dashboard/', (request, res, state) => replyAsset(res, state, request, assets.page, 'no-cache'));
   for (const [prefix, table] of [['/dashboard/assets/', assets.files], ['/dashboard/vendor/', assets.vendor]] as const) {
@@ -133,9 +123,9 @@ export function registerDashboardRoutes(app: TemplatedApp, services: DashboardSe
       else replyFailure(res, state, notFound());
     });
   }
-  app.any('/dashboard/*', (res) => {
-    replyFailure(res, { aborted: false, done: false, requestId: randomUUID(), extraHeaders: securityHeaders('no-store') }, notFound());
-  });
+  app.any('/dashboard/*', context.route('dashboard unknown', dashboardRouteOptions(0, false), () => {
+    throw notFound();
+  }));
 }
 
 function sessionBody(session: Session & { csrfToken: string }): Record<string, unknown> {

@@ -1,9 +1,9 @@
-import { randomUUID } from 'node:crypto';
 import type { TemplatedApp, us_listen_socket } from 'uWebSockets.js';
 import type { Logger } from 'pino';
 import type { IngressContext } from '../server.js';
+import { listenExclusive } from '../listen-exclusive.js';
 import { loadUws } from '../uws-loader.js';
-import { notFound, replyFailure, replyRedirect, securityHeaders } from './dashboard-http.js';
+import { dashboardRouteOptions, notFound, replyRedirect } from './dashboard-http.js';
 import { createDashboardServices, registerDashboardRoutes, type DashboardServices } from './dashboard-routes.js';
 
 // The web dashboard at /dashboard on the ingress, and also on a port of its own when
@@ -38,12 +38,13 @@ export class Dashboard {
     const { uws } = loadUws();
     const app = uws.App();
     registerDashboardRoutes(app, this.services);
-    app.get('/', (res) => replyRedirect(res, '/dashboard/'));
-    app.any('/*', (res) => replyFailure(res, { aborted: false, done: false, requestId: randomUUID(), extraHeaders: securityHeaders('no-store') }, notFound()));
+    const { route } = this.services.context;
+    app.get('/', route('dashboard root', dashboardRouteOptions(0, false), ({ res }) => replyRedirect(res, '/dashboard/')));
+    app.any('/*', route('dashboard unknown', dashboardRouteOptions(0, false), () => {
+      throw notFound();
+    }));
     const { host, port } = this.options;
-    this.listenSocket = await new Promise<us_listen_socket>((resolve, reject) => {
-      app.listen(host, port, (socket) => (socket ? resolve(socket) : reject(new Error(`The dashboard cannot listen on ${host}:${port}.`))));
-    });
+    this.listenSocket = await listenExclusive(app, host, port, 'The dashboard (SWITCHBOARD_DASHBOARD_PORT)');
     const bound = uws.us_socket_local_port(this.listenSocket);
     this.options.logger.info({ port: bound }, 'dashboard listening on its own port');
     return bound;

@@ -1,6 +1,4 @@
-import { randomUUID } from 'node:crypto';
-import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
-import type { Logger } from 'pino';
+import type { HttpResponse } from 'uWebSockets.js';
 import type { Catalog } from '../../shared/catalog/catalog-types.js';
 import type { Counters } from '../../shared/counters/counters.js';
 import { errorFromDescription, GatewayError } from '../../shared/errors.js';
@@ -9,12 +7,12 @@ import { checkProviderCallLimit } from '../../shared/providers/provider-call-lim
 import type { IngressTransport } from '../../shared/transport/transport.js';
 import { admitRequest } from '../admission.js';
 import { authenticate } from '../authenticate.js';
-import { parseJsonBody, readBody } from '../body-reader.js';
 import type { ReplyState } from '../http-reply.js';
 import type { JobRouter, PendingJob } from '../job-router.js';
 import type { KeyDirectory } from '../key-directory.js';
 import { SseWriter } from '../sse-writer.js';
 import { resolveTargets } from './model-resolution.js';
+import type { RequestContext, RouteHandler, RouteOptions } from './request-wrapper.js';
 import { replyRendered } from './surface-reply.js';
 import type { RenderContext, Surface, SurfaceHeaders } from './surface.js';
 
@@ -29,38 +27,107 @@ export interface PipelineDependencies {
   keys: KeyDirectory;
   transport: IngressTransport;
   router: JobRouter;
-  logger: Logger;
-  maxBodyBytes: number;
   maxQueuedStreamBytes: number;
   /** Open requests, so that a draining server knows when it may exit. */
   openRequests: Set<string>;
-  lifecycle: { draining: boolean };
-}
-
-interface Copied {
-  credential: string;
-  headers: SurfaceHeaders;
-  /** Until the body is read, an answer must close the connection: the unread rest would be taken for the next request. */
-  bodyRead: boolean;
 }
 
 /** Bearer keys, or the key alone in x-api-key as Anthropic clients send it. */
-function credentialOf(req: HttpRequest): string {
-  const authorization = req.getHeader('authorization');
+export function credentialOf(headers: SurfaceHeaders): string {
+  const authorization = headers.authorization ?? '';
   if (authorization) return authorization;
-  const apiKey = req.getHeader('x-api-key');
+  const apiKey = headers['x-api-key'] ?? '';
   return apiKey ? `Bearer ${apiKey}` : '';
 }
 
-export function createSurfaceHandler(surface: Surface, dependencies: PipelineDependencies) {
-  const { catalog, counters, keys, transport, router, logger } = dependencies;
+/** How the request wrapper serves a surface's route: its headers, a body, its error shape. */
+export function surfaceRouteOptions(surface: Surface): RouteOptions {
+  return {
+    headers: surface.headerNames,
+    body: true,
+    renderError: (res, state, error, closeConnection) => replyRendered(res, state, surface.renderError(asGatewayError(error)), closeConnection),
+  };
+}
 
-  async function handle(res: HttpResponse, state: ReplyState, copied: Copied, onCancel: { cancel?: () => void }): Promise<void> {
-    const body = await readBody(res, dependencies.maxBodyBytes, state);
-    if (!body) return;
-    copied.bodyRead = true;
-    const key = await authenticate(keys, copied.credential);
-    const request = surface.parse(parseJsonBody(body), copied.headers);
+function asGatewayError(error: unknown): GatewayError {
+  return error instanceof GatewayError ? error : new GatewayError('internal_error', 'The gateway failed while handling this request.');
+}
+
+export function createSurfaceHandler(surface: Surface, dependencies: PipelineDependencies): RouteHandler {
+  const { catalog, counters, keys, transport, router } = dependencies;
+
+  const fail = (res: HttpResponse, state: ReplyState, error: unknown) => replyRendered(res, state, surface.renderError(asGatewayError(error)));
+
+  function jsonReply(res: HttpResponse, state: ReplyState, context: RenderContext, finish: () => void): PendingJob {
+    return {
+      onEvent(event) {
+        if (event.type === 'completed') {
+          finish();
+          replyRendered(res, state, { status: 200, body: surface.renderCompletion(context, event), headers: [] });
+        } else if (event.type === 'failed') {
+          finish();
+          fail(res, state, errorFromDescription(event.error));
+        }
+      },
+      onGap() {
+        finish();
+        fail(res, state, new GatewayError('worker_lost', 'Events of this request were lost between the worker and the gateway.'));
+      },
+    };
+  }
+
+  function streamingReply(res: HttpResponse, state: ReplyState, context: RenderContext, finish: () => void): PendingJob {
+    const writer = new SseWriter(res, state, dependencies.maxQueuedStreamBytes, () => {
+      finish();
+      transport.cancel(state.requestId);
+    });
+    const renderer = surface.createStream(context);
+    let opened = false;
+    const open = (model: string) => {
+      opened = true;
+      writer.send(renderer.start(model));
+    };
+    const failStream = (error: GatewayError) => {
+      finish();
+      if (writer.started && opened) writer.end(renderer.error({ code: error.code, message: error.message, status: error.status }));
+      else fail(res, state, error);
+    };
+    return {
+      onEvent(event) {
+        switch (event.type) {
+          case 'started':
+            open(event.model);
+            return;
+          case 'deltas':
+            if (opened) writer.send(renderer.deltas(event.deltas));
+            return;
+          case 'finished':
+            finish();
+            if (!opened) open(event.model);
+            writer.end(renderer.finish(event.model, event.usage));
+            return;
+          case 'failed':
+            failStream(errorFromDescription(event.error));
+            return;
+          default:
+            return;
+        }
+      },
+      onGap() {
+        failStream(new GatewayError('worker_lost', 'Events of this stream were lost between the worker and the gateway.'));
+      },
+    };
+  }
+
+  /** Registered through the request wrapper with surfaceRouteOptions. */
+  return async function handle(call: RequestContext): Promise<void> {
+    const { res, state } = call;
+    // The key is checked from the headers before the body is wanted: an unauthenticated upload is
+    // answered (and its connection closed) while it is still arriving, with nothing kept of it.
+    const key = await authenticate(keys, credentialOf(call.headers));
+    const body = await call.body!.json();
+    if (body === undefined) return;
+    const request = surface.parse(body, call.headers);
     const targets = resolveTargets(catalog, request);
     checkProviderCallLimit(request, targets, catalog);
     const admitted = await admitRequest(counters, key, request, targets, state.requestId);
@@ -89,7 +156,7 @@ export function createSurfaceHandler(surface: Surface, dependencies: PipelineDep
       dependencies.openRequests.delete(job.id);
     };
     const pending = job.stream ? streamingReply(res, state, context, finish) : jsonReply(res, state, context, finish);
-    onCancel.cancel = () => {
+    call.onAbort = () => {
       finish();
       transport.cancel(job.id);
     };
@@ -102,94 +169,18 @@ export function createSurfaceHandler(surface: Surface, dependencies: PipelineDep
       await release();
       throw error;
     }
-  }
+  };
+}
 
-  function fail(res: HttpResponse, state: ReplyState, error: unknown, closeConnection = false): void {
-    const gatewayError = error instanceof GatewayError ? error : new GatewayError('internal_error', 'The gateway failed while handling this request.');
-    replyRendered(res, state, surface.renderError(gatewayError), closeConnection);
-  }
-
-  function jsonReply(res: HttpResponse, state: ReplyState, context: RenderContext, finish: () => void): PendingJob {
-    return {
-      onEvent(event) {
-        if (event.type === 'completed') {
-          finish();
-          replyRendered(res, state, { status: 200, body: surface.renderCompletion(context, event), headers: [] });
-        } else if (event.type === 'failed') {
-          finish();
-          fail(res, state, errorFromDescription(event.error));
-        }
-      },
-      onGap() {
-        finish();
-        fail(res, state, new GatewayError('worker_lost', 'Events of this request were lost between the worker and the gateway.'));
-      },
-    };
-  }
-
-  function streamingReply(res: HttpResponse, state: ReplyState, context: RenderContext, finish: () => void): PendingJob {
-    const writer = new SseWriter(res, state, dependencies.maxQueuedStreamBytes, () => {
-      finish();
-      transport.cancel(state.requestId);
-    });
-    const renderer = surface.createStream(context);
-    let opened = false;
-    const failStream = (error: GatewayError) => {
-      finish();
-      if (writer.started && opened) writer.end(renderer.error({ code: error.code, message: error.message, status: error.status }));
-      else fail(res, state, error);
-    };
-    return {
-      onEvent(event) {
-        switch (event.type) {
-          case 'started':
-            opened = true;
-            writer.send(renderer.start(event.model));
-            return;
-          case 'deltas':
-            if (opened) writer.send(renderer.deltas(event.deltas));
-            return;
-          case 'finished':
-            finish();
-            if (!opened) {
-              opened = true;
-              writer.send(renderer.start(event.model));
-            }
-            writer.end(renderer.finish(event.model, event.usage));
-            return;
-          case 'failed':
-            failStream(errorFromDescription(event.error));
-            return;
-          default:
-            return;
-        }
-      },
-      onGap() {
-        failStream(new GatewayError('worker_lost', 'Events of this stream were lost between the worker and the gateway.'));
-      },
-    };
-  }
-
-  return (res: HttpResponse, req: HttpRequest): void => {
-    // HttpRequest is only valid until the first await: copy what is needed now.
-    const copied: Copied = {
-      credential: credentialOf(req),
-      headers: { anthropicVersion: req.getHeader('anthropic-version'), anthropicBeta: req.getHeader('anthropic-beta') },
-      bodyRead: false,
-    };
-    const state: ReplyState = { aborted: false, done: false, requestId: randomUUID() };
-    const onCancel: { cancel?: () => void } = {};
-    res.onAborted(() => {
-      state.aborted = true;
-      onCancel.cancel?.();
-    });
-    if (dependencies.lifecycle.draining) {
-      fail(res, state, new GatewayError('service_unavailable', 'This gateway instance is shutting down; retry on another.', { retryAfterSeconds: 1 }), true);
-      return;
-    }
-    handle(res, state, copied, onCancel).catch((error) => {
-      if (!(error instanceof GatewayError)) logger.error({ err: error, requestId: state.requestId, surface: surface.name }, 'request failed');
-      fail(res, state, error, !copied.bodyRead);
-    });
+/**
+ * An authenticated POST that answers at once from its body, with no job (count_tokens): the
+ * surface's headers and error shape, the same key rules as the pipeline.
+ */
+export function createSurfaceJsonHandler(surface: Surface, keys: KeyDirectory, answer: (body: unknown, headers: SurfaceHeaders) => string): RouteHandler {
+  return async (call) => {
+    await authenticate(keys, credentialOf(call.headers));
+    const body = await call.body!.json();
+    if (body === undefined) return;
+    replyRendered(call.res, call.state, { status: 200, body: answer(body, call.headers), headers: [] });
   };
 }

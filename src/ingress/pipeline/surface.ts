@@ -7,11 +7,8 @@ import type { Usage } from '../../shared/usage.js';
 // internal request, renders job events into its wire response and stream, and shapes its errors;
 // authentication, model resolution, admission, queueing and cancellation are the pipeline's.
 
-/** Request headers a surface may read; copied before the first await (uWS frees them after). */
-export interface SurfaceHeaders {
-  anthropicVersion: string;
-  anthropicBeta: string;
-}
+/** The request headers a surface named in `headerNames` (lower case; '' when absent). */
+export type SurfaceHeaders = Readonly<Record<string, string>>;
 
 export interface RenderedError {
   status: number;
@@ -40,6 +37,8 @@ export interface StreamRenderer {
 export interface Surface {
   /** Names the surface in logs. */
   readonly name: string;
+  /** Headers the surface reads, the key's included (authorization, or x-api-key as well). */
+  readonly headerNames: readonly string[];
   parse(body: unknown, headers: SurfaceHeaders): InternalRequest;
   renderError(error: GatewayError): RenderedError;
   renderCompletion(context: RenderContext, event: Extract<JobEventBody, { type: 'completed' }>): string;

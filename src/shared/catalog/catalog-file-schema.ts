@@ -87,3 +87,15 @@ export const catalogFileSchema = z
   .strict();
 
 export type CatalogFile = z.infer<typeof catalogFileSchema>;
+
+/**
+ * A file that starts from the built-in catalog (`extends: default`): its providers and models are
+ * added to the built-in ones, and replace those with the same provider name or model id.
+ */
+export const catalogExtensionSchema = catalogFileSchema.extend({
+  extends: z.literal('default'),
+  providers: z.record(provider).optional(),
+  models: z.array(model).optional(),
+});
+
+export type CatalogExtension = z.infer<typeof catalogExtensionSchema>;

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
-import { catalogFileSchema, type CatalogFile } from './catalog-file-schema.js';
+import { extendCatalogFile } from './catalog-extension.js';
+import { catalogExtensionSchema, catalogFileSchema, type CatalogFile } from './catalog-file-schema.js';
 import { defaultCooldown, type Catalog, type ModelDeployment, type ModelEntry, type ProviderConfig } from './catalog-types.js';
 import { defaultCatalogFile } from './default-catalog.js';
 
@@ -124,15 +125,22 @@ export function parseCatalogText(text: string, source: string): CatalogFile {
   } catch (error) {
     throw new CatalogError(`The catalog ${source} cannot be parsed: ${(error as Error).message}`);
   }
-  const parsed = catalogFileSchema.safeParse(raw);
+  // `extends: default` makes the file a set of additions to the built-in catalog.
+  const extending = typeof raw === 'object' && raw !== null && 'extends' in raw;
+  const parsed = (extending ? catalogExtensionSchema : catalogFileSchema).safeParse(raw);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     throw new CatalogError(`The catalog ${source} is invalid at ${issue.path.join('.') || '(top)'}: ${issue.message}`);
   }
-  return parsed.data;
+  if (!('extends' in parsed.data)) return parsed.data;
+  try {
+    return extendCatalogFile(defaultCatalogFile, parsed.data);
+  } catch (error) {
+    throw new CatalogError(`The catalog ${source} cannot extend the built-in catalog: ${(error as Error).message}`);
+  }
 }
 
-/** The operator's file when SWITCHBOARD_CATALOG is set, else the built-in catalog. */
+/** The operator's file when SWITCHBOARD_CATALOG is set (on its own, or added to the built-in catalog with `extends: default`), else the built-in catalog. */
 export function loadCatalog(environment: NodeJS.ProcessEnv = process.env): Catalog {
   const path = environment.SWITCHBOARD_CATALOG;
   if (!path) return buildCatalog(defaultCatalogFile, environment);

@@ -1,8 +1,8 @@
 import type { ProviderApi } from '../catalog/catalog-types.js';
 import { anthropicAdapter } from './anthropic/anthropic-adapter.js';
-import { azureOpenAiAdapter } from './azure-openai-adapter.js';
+import { azureOpenAiAdapter } from './openai/azure-openai-adapter.js';
 import { geminiAdapter } from './gemini/gemini-adapter.js';
-import { openAiAdapter } from './openai-adapter.js';
+import { openAiAdapter } from './openai/openai-adapter.js';
 import type { ProviderAdapter } from './provider-adapter.js';
 
 const adapters: Record<ProviderApi, ProviderAdapter> = {

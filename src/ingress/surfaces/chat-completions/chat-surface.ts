@@ -15,6 +15,7 @@ export function renderChatError(error: GatewayError): RenderedError {
 
 export const chatCompletionsSurface: Surface = {
   name: 'chat.completions',
+  headerNames: ['authorization'],
   parse: (body) => chatToInternal(parseChatRequest(body)),
   renderError: renderChatError,
   renderCompletion(context, event) {

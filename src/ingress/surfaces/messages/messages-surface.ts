@@ -9,6 +9,7 @@ import { messagesToInternal } from './messages-to-internal.js';
 
 export const messagesSurface: Surface = {
   name: 'messages',
+  headerNames: ['authorization', 'x-api-key', 'anthropic-version', 'anthropic-beta'],
   parse: (body, headers) => messagesToInternal(parseMessagesRequest(body), headers),
   renderError: renderMessagesError,
   renderCompletion(context, event) {

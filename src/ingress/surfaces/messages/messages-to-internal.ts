@@ -164,8 +164,7 @@ export function messagesToInternal(request: MessagesRequest, headers: SurfaceHea
   for (const [key, value] of Object.entries(request)) if (!rebuilt.has(key) && value !== undefined) extras[key] = value;
   if (Object.keys(extras).length > 0) internal.extras = { anthropic: extras };
   const wireHeaders: Record<string, string> = {};
-  if (headers.anthropicVersion) wireHeaders['anthropic-version'] = headers.anthropicVersion;
-  if (headers.anthropicBeta) wireHeaders['anthropic-beta'] = headers.anthropicBeta;
+  for (const name of ['anthropic-version', 'anthropic-beta']) if (headers[name]) wireHeaders[name] = headers[name]!;
   if (Object.keys(wireHeaders).length > 0) internal.wireHeaders = wireHeaders;
   return internal;
 }

@@ -1,6 +1,6 @@
 import type { OutputPart } from '../../internal/parts.js';
 import type { CompletionChoice, FinishReason, NormalizedCompletion } from '../provider-adapter.js';
-import { readOpenAiUsage } from '../openai-usage.js';
+import { readOpenAiUsage } from './openai-usage.js';
 
 // OpenAI Chat Completions response -> internal choices. `reasoning_content` is the field
 // OpenAI-compatible reasoning models (DeepSeek, vLLM's reasoning parsers) put their thinking in.

@@ -1,4 +1,4 @@
-import type { Usage } from '../usage.js';
+import type { Usage } from '../../usage.js';
 
 export function readOpenAiUsage(value: unknown): Usage | undefined {
   if (!value || typeof value !== 'object') return undefined;

@@ -1,9 +1,9 @@
-import type { InternalRequest } from '../internal/request.js';
-import type { AdapterContext, ProviderAdapter, ProviderHttpRequest, UpstreamFailure } from './provider-adapter.js';
-import { buildOpenAiBody } from './openai/openai-request.js';
-import { parseOpenAiResponse } from './openai/openai-response.js';
+import type { InternalRequest } from '../../internal/request.js';
+import type { AdapterContext, ProviderAdapter, ProviderHttpRequest, UpstreamFailure } from '../provider-adapter.js';
+import { buildOpenAiBody } from './openai-request.js';
+import { parseOpenAiResponse } from './openai-response.js';
 import { OpenAiStreamTranslator } from './openai-stream-translator.js';
-import { failureFromStatus, parseJsonOrUndefined, shortText } from './upstream-errors.js';
+import { failureFromStatus, parseJsonOrUndefined, shortText } from '../upstream-errors.js';
 
 // The OpenAI Chat Completions wire format, which most providers (Groq, Together, DeepSeek, ...) also speak.
 

@@ -1,7 +1,7 @@
-import type { InternalRequest } from '../internal/request.js';
-import type { AdapterContext, ProviderAdapter, ProviderHttpRequest } from './provider-adapter.js';
+import type { InternalRequest } from '../../internal/request.js';
+import type { AdapterContext, ProviderAdapter, ProviderHttpRequest } from '../provider-adapter.js';
 import { openAiAdapter, parseOpenAiError } from './openai-adapter.js';
-import { buildOpenAiBody } from './openai/openai-request.js';
+import { buildOpenAiBody } from './openai-request.js';
 import { OpenAiStreamTranslator } from './openai-stream-translator.js';
 
 // Azure OpenAI speaks the OpenAI wire format; only the address and the key header differ. The
