@@ -171,7 +171,7 @@ describe('the default catalog and the model names Claude Code 2.1.197 sends', ()
   it.each([
     ['its default and --model opus', 'claude-opus-4-8'],
     ['--model sonnet', 'claude-sonnet-5'],
-    ['--model haiku and its small fast model', 'claude-haiku-4-5-20251001'],
+    ['--model haiku', 'claude-haiku-4-5-20251001'],
   ])('resolves the name sent by %s (%s)', async (_choice, model) => {
     const response = await fetch(`${gateway.url}/v1/messages/count_tokens?beta=true`, {
       method: 'POST',

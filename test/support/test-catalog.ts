@@ -21,8 +21,8 @@ export interface TestCatalogOptions {
 
 /**
  * The model names Claude Code 2.1.197 sends (recorded in test/fixtures/claude-code): its default and
- * `--model opus` send claude-opus-4-8, `sonnet` claude-sonnet-5, `haiku` claude-haiku-4-5-20251001
- * (also its small fast model); the rest are the names of its recent releases a user may still pin.
+ * `--model opus` send claude-opus-4-8, `sonnet` claude-sonnet-5, `haiku` claude-haiku-4-5-20251001;
+ * the rest are names its system prompt lists (claude-fable-5) or older releases a user may still pin.
  */
 export const claudeCodeModelNames = ['claude-opus-4-8', 'claude-sonnet-5', 'claude-haiku-4-5-20251001', 'claude-fable-5', 'claude-sonnet-4-5-20250929', 'claude-opus-4-1-20250805'] as const;
 
