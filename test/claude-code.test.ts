@@ -129,6 +129,14 @@ async function claude(args: string[], auth: 'api-key' | 'auth-token' = 'api-key'
     await eventually(async () => expect((await ledgerCount()) - before).toBe(2));
   }, 60_000);
 
+  it('rides out an upstream rate limit: the 429 and its retry-after reach Claude Code, which retries', async () => {
+    anthropic.script('claude-test', { kind: 'error', status: 429, retryAfter: '1' }, { kind: 'text', text: 'After the wait.' });
+    const result = await claude(['-p', 'say hi']);
+    expect(result.code).toBe(0);
+    expect(result.stdout.trim()).toBe('After the wait.');
+    expect(anthropic.requests.filter((request) => !request.url.startsWith('/v1/messages/')).length).toBeGreaterThanOrEqual(2);
+  }, 60_000);
+
   it('works on an OpenAI-wire model too: --model svc/alpha, a Bash tool call translated both ways', async () => {
     openai.script('alpha', { kind: 'tool_call', name: 'Bash', arguments: JSON.stringify({ command: 'echo switchboard-openai-ok', description: 'Print the marker' }) }, { kind: 'text', text: 'Done on alpha.' });
     const result = await claude(['-p', 'print the marker with echo', '--model', 'svc/alpha', '--allowedTools', 'Bash(echo:*)']);
