@@ -2,6 +2,7 @@ import { describe } from 'vitest';
 import { describeAuthentication } from './http/auth-behaviour.js';
 import { describeFallbacks } from './http/fallback-behaviour.js';
 import { useGateway } from './http/gateway-context.js';
+import { describeMessagesSurface } from './http/messages-behaviour.js';
 import { describeOpenAiClient } from './http/openai-client-behaviour.js';
 import { describeStreaming } from './http/streaming-behaviour.js';
 import { describeValidation } from './http/validation-behaviour.js';
@@ -15,3 +16,6 @@ describe('embedded deployment', () => {
   describeFallbacks(context);
   describeOpenAiClient(context);
 });
+
+// The Anthropic Messages surface, on a deployment of its own with an Anthropic-wire double too.
+describeMessagesSurface('embedded');

@@ -2,6 +2,7 @@ import { describe, it } from 'vitest';
 import { describeAuthentication } from './http/auth-behaviour.js';
 import { describeFallbacks } from './http/fallback-behaviour.js';
 import { useGateway } from './http/gateway-context.js';
+import { describeMessagesSurface } from './http/messages-behaviour.js';
 import { describeOpenAiClient } from './http/openai-client-behaviour.js';
 import { describeStreaming } from './http/streaming-behaviour.js';
 import { describeValidation } from './http/validation-behaviour.js';
@@ -19,6 +20,7 @@ if (scaledOutAvailable) {
     describeFallbacks(context);
     describeOpenAiClient(context);
   });
+  describeMessagesSurface('scaled');
 } else {
   console.warn(`scaled-out suite: ${scaledOutSkipNotice}`);
   describe.skip('scaled-out deployment (REDIS_URL / DATABASE_URL not set)', () => {

@@ -2,7 +2,10 @@
 // Shapes follow /work/shared/fixtures/anthropic and FORMATS.md: `x-api-key` and `anthropic-version`
 // headers, required max_tokens, top-level system, `event:` + `data:` stream framing, error bodies
 // {"type":"error","error":{type,message},"request_id"} including 529 overloaded_error, and the
-// mid-stream `event: error` that can follow an HTTP 200.
+// mid-stream `event: error` that can follow an HTTP 200. Answers are scripted as content blocks
+// (text, thinking with its signature, redacted_thinking, tool_use) streamed with the delta types the
+// API uses, with cache usage fields; `/v1/messages/count_tokens` answers too. Each request is
+// recorded with its path and query, headers and parsed body, so tests can check what arrived.
 import type http from 'node:http';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -16,11 +19,27 @@ export const ANTHROPIC_FIXTURES_DIR = path.join(SHARED_FIXTURES_DIR, 'anthropic'
 export interface AnthropicUsageCounts {
   input_tokens: number;
   output_tokens: number;
+  cache_creation_input_tokens?: number;
+  cache_read_input_tokens?: number;
 }
+
+/** A content block of an answer, as the API returns it (tool_use ids are made up when left out). */
+export type AnthropicAnswerBlock =
+  | { type: 'text'; text: string }
+  | { type: 'thinking'; thinking: string; signature: string }
+  | { type: 'redacted_thinking'; data: string }
+  | { type: 'tool_use'; id?: string; name: string; input: Record<string, unknown> };
 
 export type AnthropicBehaviour =
   | { kind: 'text'; text?: string; chunks?: string[]; chunkDelayMs?: number; usage?: AnthropicUsageCounts; stopReason?: string }
   | { kind: 'tool_use'; name: string; input: Record<string, unknown>; text?: string; jsonChunks?: number; usage?: AnthropicUsageCounts }
+  /**
+   * Any sequence of blocks: streamed with text_delta, thinking_delta + signature_delta, input_json_delta
+   * (redacted_thinking whole in content_block_start, as the API has no delta for it). stop_reason defaults
+   * to tool_use when a tool_use block is present. `errorAfterBlocks` ends the stream with `event: error`
+   * (api_error) after that many complete blocks; non-streaming it answers 500.
+   */
+  | { kind: 'blocks'; blocks: AnthropicAnswerBlock[]; stopReason?: string; usage?: AnthropicUsageCounts; chunkDelayMs?: number; errorAfterBlocks?: number }
   /** An error answer, after `delayMs` (a slow failure, e.g. one call of a fan-out failing late). */
   | { kind: 'error'; status: number; type?: string; message?: string; retryAfter?: string; delayMs?: number }
   /** Streams: HTTP 200, then `event: error` overloaded_error before any content. Non-streaming: 529. */
@@ -37,6 +56,8 @@ export interface AnthropicRecordedRequest {
   model: string;
   body: any;
   headers: Record<string, string>;
+  /** The request target as received: path and query, e.g. `/v1/messages` or `/v1/messages/count_tokens?beta=true`. */
+  url: string;
 }
 
 /** Its `url` is `http://127.0.0.1:<port>/v1`; `aborted` holds the models of abandoned requests. */
@@ -100,11 +121,12 @@ function splitEvenly(text: string, parts: number): string[] {
 }
 
 /** The checks the real API makes before it generates anything, in its own words. */
-function validate(headers: http.IncomingHttpHeaders, body: any, apiKey: string): { status: number; type: string; message: string } | undefined {
-  if (headers['x-api-key'] !== apiKey) return { status: 401, type: 'authentication_error', message: 'invalid x-api-key' };
+function validate(headers: http.IncomingHttpHeaders, body: any, apiKey: string, countOnly = false): { status: number; type: string; message: string } | undefined {
+  // SDK 1.x sends the API key as a Bearer token; older clients and Claude Code's ANTHROPIC_API_KEY use x-api-key.
+  if (headers['x-api-key'] !== apiKey && headers.authorization !== `Bearer ${apiKey}`) return { status: 401, type: 'authentication_error', message: 'invalid x-api-key' };
   if (!headers['anthropic-version']) return { status: 400, type: 'invalid_request_error', message: 'anthropic-version: header is required' };
   if (body === undefined) return { status: 400, type: 'invalid_request_error', message: 'There was an error parsing the body of your request.' };
-  for (const field of ['model', 'max_tokens', 'messages']) {
+  for (const field of countOnly ? ['model', 'messages'] : ['model', 'max_tokens', 'messages']) {
     if (body[field] === undefined) return { status: 400, type: 'invalid_request_error', message: `${field}: Field required` };
   }
   if (typeof body.temperature === 'number' && (body.temperature < 0 || body.temperature > 1)) {
@@ -114,14 +136,25 @@ function validate(headers: http.IncomingHttpHeaders, body: any, apiKey: string):
     if (body[field] !== undefined) return { status: 400, type: 'invalid_request_error', message: `${field}: Extra inputs are not permitted` };
   }
   const messages: any[] = body.messages;
+  // Claude Code sends `role: "system"` entries mid-conversation under a beta; API version 2026-10-21
+  // (SDK 1.x's SystemMessageParam) takes them as standard. Older versions refuse them.
+  const systemRoleAllowed =
+    String(headers['anthropic-version'] ?? '') >= '2026-10-21' || String(headers['anthropic-beta'] ?? '').split(',').some((beta) => beta.trim().startsWith('mid-conversation-system-'));
   for (const [index, message] of messages.entries()) {
+    if (message.role === 'system' && systemRoleAllowed) continue;
     if (message.role !== 'user' && message.role !== 'assistant') {
       return { status: 400, type: 'invalid_request_error', message: `messages: Unexpected role "${message.role}". The Messages API accepts a top-level \`system\` parameter, not "system" as an input message role.` };
     }
     const blocks: any[] = typeof message.content === 'string' ? [] : message.content;
     for (const [position, block] of blocks.entries()) {
+      // Thinking must come back exactly as it was given, signature included.
+      if (block.type === 'thinking' && typeof block.signature !== 'string') {
+        return { status: 400, type: 'invalid_request_error', message: `messages.${index}.content.${position}.thinking.signature: Field required` };
+      }
       if (block.type !== 'tool_result') continue;
-      const previous: any[] = Array.isArray(messages[index - 1]?.content) ? messages[index - 1].content : [];
+      // The answering assistant turn is the previous one, mid-conversation system entries aside.
+      const before = messages.slice(0, index).filter((candidate) => candidate.role !== 'system').at(-1);
+      const previous: any[] = Array.isArray(before?.content) ? before.content : [];
       if (!previous.some((candidate) => candidate.type === 'tool_use' && candidate.id === block.tool_use_id)) {
         return {
           status: 400,
@@ -149,8 +182,18 @@ function openStream(ex: Exchange): void {
   ex.res.flushHeaders();
 }
 
-function messageStart(ex: Exchange, input: number): string {
-  const message = { id: messageId(), type: 'message', role: 'assistant', model: ex.body.model, content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: input, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: 1 } };
+function messageStart(ex: Exchange, input: number | AnthropicUsageCounts): string {
+  const usage = typeof input === 'number' ? { input_tokens: input, output_tokens: 1 } : input;
+  const message = {
+    id: messageId(),
+    type: 'message',
+    role: 'assistant',
+    model: ex.body.model,
+    content: [],
+    stop_reason: null,
+    stop_sequence: null,
+    usage: { input_tokens: usage.input_tokens, cache_creation_input_tokens: usage.cache_creation_input_tokens ?? 0, cache_read_input_tokens: usage.cache_read_input_tokens ?? 0, output_tokens: 1 },
+  };
   return sseEvent('message_start', { message });
 }
 
@@ -172,7 +215,13 @@ function fullMessage(ex: Exchange, content: unknown[], stopReason: string, usage
     content,
     stop_reason: stopReason,
     stop_sequence: null,
-    usage: { input_tokens: usage.input_tokens, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: usage.output_tokens, service_tier: 'standard' },
+    usage: {
+      input_tokens: usage.input_tokens,
+      cache_creation_input_tokens: usage.cache_creation_input_tokens ?? 0,
+      cache_read_input_tokens: usage.cache_read_input_tokens ?? 0,
+      output_tokens: usage.output_tokens,
+      service_tier: 'standard',
+    },
   });
 }
 
@@ -189,6 +238,51 @@ function endFrames(stopReason: string, outputTokens: number): string[] {
   return [sseEvent('message_delta', { delta: { stop_reason: stopReason, stop_sequence: null }, usage: { output_tokens: outputTokens } }), sseEvent('message_stop', {})];
 }
 
+/** The stream events of one block, deltas split the way the API splits them. */
+function blockFrames(index: number, block: AnthropicAnswerBlock): string[] {
+  switch (block.type) {
+    case 'text':
+      return textFrames(index, splitWords(block.text));
+    case 'thinking':
+      return [
+        sseEvent('content_block_start', { index, content_block: { type: 'thinking', thinking: '', signature: '' } }),
+        ...splitWords(block.thinking).map((thinking) => sseEvent('content_block_delta', { index, delta: { type: 'thinking_delta', thinking } })),
+        sseEvent('content_block_delta', { index, delta: { type: 'signature_delta', signature: block.signature } }),
+        sseEvent('content_block_stop', { index }),
+      ];
+    case 'redacted_thinking':
+      return [sseEvent('content_block_start', { index, content_block: { type: 'redacted_thinking', data: block.data } }), sseEvent('content_block_stop', { index })];
+    case 'tool_use':
+      return [
+        sseEvent('content_block_start', { index, content_block: { type: 'tool_use', id: block.id, name: block.name, input: {} } }),
+        sseEvent('content_block_delta', { index, delta: { type: 'input_json_delta', partial_json: '' } }),
+        ...splitEvenly(JSON.stringify(block.input), 3).map((partial_json) => sseEvent('content_block_delta', { index, delta: { type: 'input_json_delta', partial_json } })),
+        sseEvent('content_block_stop', { index }),
+      ];
+  }
+}
+
+async function answerBlocks(ex: Exchange, behaviour: Extract<AnthropicBehaviour, { kind: 'blocks' }>): Promise<void> {
+  const blocks = behaviour.blocks.map((block) => (block.type === 'tool_use' ? { ...block, id: block.id ?? toolUseId() } : block));
+  const stopReason = behaviour.stopReason ?? (blocks.some((block) => block.type === 'tool_use') ? 'tool_use' : 'end_turn');
+  const usage = behaviour.usage ?? { input_tokens: inputTokens(ex.body), output_tokens: roughTokens(JSON.stringify(blocks)) };
+  if (ex.body.stream !== true) {
+    if (behaviour.errorAfterBlocks !== undefined) return send(ex, 500, errorBody('api_error', errorMessages.api_error!));
+    if (behaviour.chunkDelayMs) await sleep(behaviour.chunkDelayMs, undefined, { signal: ex.closed.signal }).catch(() => undefined);
+    return send(ex, 200, fullMessage(ex, blocks, stopReason, usage));
+  }
+  openStream(ex);
+  if (!(await write(ex, [messageStart(ex, usage), sseEvent('ping', {})]))) return;
+  for (const [index, block] of blocks.entries()) {
+    if (index === behaviour.errorAfterBlocks) {
+      ex.res.end(sseEvent('error', { error: { type: 'api_error', message: 'Internal server error' } }));
+      return;
+    }
+    if (!(await write(ex, blockFrames(index, block), behaviour.chunkDelayMs))) return;
+  }
+  ex.res.end(endFrames(stopReason, usage.output_tokens).join(''));
+}
+
 async function answer(ex: Exchange, behaviour: AnthropicBehaviour): Promise<void> {
   const stream = ex.body.stream === true;
   switch (behaviour.kind) {
@@ -201,7 +295,7 @@ async function answer(ex: Exchange, behaviour: AnthropicBehaviour): Promise<void
         return send(ex, 200, fullMessage(ex, [{ type: 'text', text }], stopReason, usage));
       }
       openStream(ex);
-      if (!(await write(ex, [messageStart(ex, usage.input_tokens)]))) return;
+      if (!(await write(ex, [messageStart(ex, usage)]))) return;
       if (!(await write(ex, textFrames(0, behaviour.chunks ?? splitWords(text)), behaviour.chunkDelayMs))) return;
       ex.res.end(endFrames(stopReason, usage.output_tokens).join(''));
       return;
@@ -214,7 +308,7 @@ async function answer(ex: Exchange, behaviour: AnthropicBehaviour): Promise<void
       if (!stream) return send(ex, 200, fullMessage(ex, [...blocks, { type: 'tool_use', id, name: behaviour.name, input: behaviour.input }], 'tool_use', usage));
       const index = blocks.length;
       const frames = [
-        messageStart(ex, usage.input_tokens),
+        messageStart(ex, usage),
         ...(behaviour.text ? textFrames(0, splitWords(behaviour.text)) : []),
         sseEvent('content_block_start', { index, content_block: { type: 'tool_use', id, name: behaviour.name, input: {} } }),
         // The API opens every tool input with an empty fragment (stream-tool-use.sse).
@@ -257,6 +351,8 @@ async function answer(ex: Exchange, behaviour: AnthropicBehaviour): Promise<void
       }
       return;
     }
+    case 'blocks':
+      return answerBlocks(ex, behaviour);
     case 'hang':
       return;
     case 'fixture': {
@@ -273,7 +369,8 @@ async function answer(ex: Exchange, behaviour: AnthropicBehaviour): Promise<void
   }
 }
 
-export async function startAnthropicProviderDouble(options: { apiKey: string }): Promise<AnthropicProviderDouble> {
+/** `countTokens` fixes what count_tokens answers; by default a rough count of the request. */
+export async function startAnthropicProviderDouble(options: { apiKey: string; countTokens?: number }): Promise<AnthropicProviderDouble> {
   return startProviderDoubleServer<AnthropicBehaviour, AnthropicRecordedRequest, string>({
     basePath: '/v1',
     unscripted: { kind: 'text' },
@@ -284,10 +381,15 @@ export async function startAnthropicProviderDouble(options: { apiKey: string }):
       const { json: body } = await readJsonBody(ex.req);
       ex.body = body ?? {};
       ex.model = String(ex.body.model ?? '');
-      double.requests.push({ model: ex.model, body, headers: flattenHeaders(ex.req.headers) });
-      if (ex.req.method !== 'POST' || ex.req.url !== '/v1/messages') return send(ex, 404, errorBody('not_found_error', 'Not Found'));
-      const invalid = validate(ex.req.headers, body, options.apiKey);
+      const url = ex.req.url ?? '';
+      double.requests.push({ model: ex.model, body, headers: flattenHeaders(ex.req.headers), url });
+      // The beta client adds `?beta=true`; the API ignores the query for routing.
+      const pathname = url.split('?')[0];
+      const counting = pathname === '/v1/messages/count_tokens';
+      if (ex.req.method !== 'POST' || (pathname !== '/v1/messages' && !counting)) return send(ex, 404, errorBody('not_found_error', 'Not Found'));
+      const invalid = validate(ex.req.headers, body, options.apiKey, counting);
       if (invalid) return send(ex, invalid.status, errorBody(invalid.type, invalid.message));
+      if (counting) return send(ex, 200, JSON.stringify({ input_tokens: options.countTokens ?? inputTokens(body) }));
       await answer(ex, double.next(body.model));
     },
   });

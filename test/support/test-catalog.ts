@@ -9,7 +9,25 @@ export interface TestCatalogOptions {
   totalMs?: number;
   /** Cool-down of the load-balancing providers (lb-east, lb-west); default 300 ms. */
   balancingCooldownMs?: number;
+  /** Catalog `aliases` of svc/<name>, keyed by <name> (e.g. `{ 'claude-test': ['claude-opus-4-8'] }`). */
+  aliases?: Record<string, string[]>;
+  /** Catalog `fallbacks` of svc/<name> (used when a request names none), keyed by <name>. */
+  modelFallbacks?: Record<string, string[]>;
+  /** Models served by the Anthropic double (svc/<name>, upstream <name>, $3 / $15); default ['claude-test']. */
+  anthropicModels?: string[];
+  /** Overrides of svc/<name>'s context_length and max_output_tokens (32768 and 1000 otherwise). */
+  modelLimits?: Record<string, { contextLength?: number; maxOutputTokens?: number }>;
 }
+
+/**
+ * The model names Claude Code 2.1.197 sends (recorded in test/fixtures/claude-code): its default and
+ * `--model opus` send claude-opus-4-8, `sonnet` claude-sonnet-5, `haiku` claude-haiku-4-5-20251001;
+ * the rest are names its system prompt lists (claude-fable-5) or older releases a user may still pin.
+ */
+export const claudeCodeModelNames = ['claude-opus-4-8', 'claude-sonnet-5', 'claude-haiku-4-5-20251001', 'claude-fable-5', 'claude-sonnet-4-5-20250929', 'claude-opus-4-1-20250805'] as const;
+
+/** Claude Code's output ceilings: max_tokens 64000 (opus, sonnet), 32000 (haiku and unknown names). */
+export const claudeCodeLimits = { contextLength: 200_000, maxOutputTokens: 64_000 } as const;
 
 /**
  * Models served by two deployments on the OpenAI double, on providers lb-east and lb-west; the
@@ -58,18 +76,27 @@ export function testCatalogYaml(options: TestCatalogOptions): string {
   if (options.anthropicUrl) lines.push('  anthropic-double:', '    api: anthropic', `    base_url: ${options.anthropicUrl}`, '    api_key: test-anthropic-key', timeouts, noCooldown);
   if (options.geminiUrl) lines.push('  gemini-double:', '    api: gemini', `    base_url: ${options.geminiUrl}`, '    api_key: test-gemini-key', timeouts, noCooldown);
   lines.push('models:');
-  const model = (id: string, provider: string, upstream: string, prices: [number, number]) =>
+  // JSON strings are YAML flow scalars, so names such as `claude-opus-4-8[1m]` need no escaping rules.
+  const list = (items: string[]) => `[${items.map((item) => JSON.stringify(item)).join(', ')}]`;
+  const model = (id: string, provider: string, upstream: string, prices: [number, number]) => {
+    const limits = options.modelLimits?.[id];
     lines.push(
       `  - id: svc/${id}`,
       `    provider: ${provider}`,
       `    upstream_model: ${upstream}`,
-      '    context_length: 32768',
-      '    max_output_tokens: 1000',
+      `    context_length: ${limits?.contextLength ?? 32768}`,
+      `    max_output_tokens: ${limits?.maxOutputTokens ?? 1000}`,
       `    pricing: { prompt_usd_per_million: ${prices[0]}, completion_usd_per_million: ${prices[1]} }`,
     );
+    // Only written when asked for, so catalogs of other tests stay as they were.
+    const aliases = options.aliases?.[id];
+    if (aliases) lines.push(`    aliases: ${list(aliases)}`);
+    const fallbacks = options.modelFallbacks?.[id];
+    if (fallbacks) lines.push(`    fallbacks: ${list(fallbacks)}`);
+  };
   for (const name of testModels) model(name, 'double', name, testPrices[name]!);
   model('nokey', 'unconfigured', 'nokey', testPrices.nokey!);
-  if (options.anthropicUrl) model('claude-test', 'anthropic-double', 'claude-test', [3, 15]);
+  if (options.anthropicUrl) for (const name of options.anthropicModels ?? ['claude-test']) model(name, 'anthropic-double', name, [3, 15]);
   if (options.geminiUrl) model('gemini-test', 'gemini-double', 'gemini-test', [1, 4]);
   const pricing = (prices: readonly [number, number]) => `{ prompt_usd_per_million: ${prices[0]}, completion_usd_per_million: ${prices[1]} }`;
   lines.push(
