@@ -1,11 +1,13 @@
 import { loadCatalog } from '../shared/catalog/catalog-loader.js';
 import { readConfig, resolveAdminToken } from '../shared/config.js';
-import { openRedisCounters, openStore, readScaleOutSettings, requireScaleOutServices } from '../shared/deployment.js';
+import { openLedgerStream, openRedisCounters, openStore, readScaleOutSettings, requireScaleOutServices } from '../shared/deployment.js';
 import { createLogger } from '../shared/logger.js';
 import { prepareTokenCounter } from '../shared/token-counter.js';
 import { openRedis, quitQuietly, waitUntilReady } from '../shared/transport/redis-connections.js';
 import { createRedisIngressTransport } from '../shared/transport/redis-transport-factory.js';
 import { exitOnShutdownSignal } from '../shared/shutdown.js';
+import { createLostWorkerBiller } from '../shared/store/lost-worker-settlement.js';
+import { createUsageSettler } from '../shared/store/usage-settler.js';
 import { Dashboard, dashboardPort } from './dashboard/dashboard.js';
 import { startIngress, type RunningIngress } from './server.js';
 
@@ -34,7 +36,12 @@ async function main(): Promise<void> {
   let ingress: RunningIngress | undefined;
   const dashboard = new Dashboard({ port: dashboardPort(environment), host: config.host, logger });
   // A key changed through any ingress: drop our cached record now.
-  const transport = createRedisIngressTransport(redisUrl, settings, config, logger, (publicId) => ingress?.keys.invalidate(publicId));
+  // A stream whose worker died after its first token is billed here, by estimate (the worker's own
+  // settlement never comes); the record goes through the Redis ledger stream like any other.
+  const ledgerStream = openLedgerStream(countersRedis, settings);
+  const settle = createUsageSettler({ counters, store, logger, removeFromStream: (streamId) => ledgerStream.remove([streamId]) });
+  const billLostWorker = createLostWorkerBiller({ catalog, settle, logger });
+  const transport = createRedisIngressTransport(redisUrl, settings, config, logger, (publicId) => ingress?.keys.invalidate(publicId), billLostWorker);
   ingress = await startIngress({
     port: config.port,
     host: config.host,

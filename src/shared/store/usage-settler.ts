@@ -1,0 +1,52 @@
+import type { Logger } from 'pino';
+import type { Counters, SettleReceipt, Settlement } from '../counters/counters.js';
+import type { LedgerEntry, Store } from './store.js';
+
+// The one way a request's cost is settled, by a worker when its job ends and by an ingress that
+// bills a lost worker's stream: the counters first (spend, reservation release and, in Redis, the
+// durable ledger stream record, in one atomic step; at most once per ledger id), then the store.
+// With Redis counters a failed store write loses nothing: the record stays in the stream and a
+// LedgerStreamConsumer writes it once the store is back. With the memory counters (embedded, one
+// process, SQLite beside it) the store is written directly.
+
+export type FinalSettlement = Settlement & { ledger: LedgerEntry };
+
+export interface UsageSettlerParts {
+  counters: Counters;
+  store: Store;
+  logger: Logger;
+  /** Removes a record from the ledger stream once the store has it (Redis counters only). */
+  removeFromStream?: (streamId: string) => Promise<void>;
+}
+
+export type SettleResult = 'settled' | 'deferred' | 'duplicate' | 'failed';
+
+export function createUsageSettler(parts: UsageSettlerParts): (settlement: FinalSettlement) => Promise<SettleResult> {
+  const { counters, store, logger, removeFromStream } = parts;
+  return async (settlement) => {
+    const jobId = settlement.ledger.id;
+    let receipt: SettleReceipt | undefined;
+    try {
+      receipt = await counters.settle(settlement);
+    } catch (error) {
+      // Unknown whether the counters applied it; the store write below is idempotent either way.
+      logger.error({ err: error, jobId }, 'could not settle the budget reservation');
+    }
+    if (receipt && !receipt.applied) return 'duplicate';
+    try {
+      await store.recordUsage(settlement.ledger);
+    } catch (error) {
+      if (receipt?.streamId) {
+        logger.warn({ err: error, jobId }, 'ledger write deferred: the record waits in the Redis ledger stream until the store is back');
+        return 'deferred';
+      }
+      logger.error({ err: error, jobId }, 'could not write the usage ledger');
+      return 'failed';
+    }
+    if (receipt?.streamId && removeFromStream) {
+      // A record left behind is written again later, idempotently: no money is lost or doubled.
+      await removeFromStream(receipt.streamId).catch((error: Error) => logger.warn({ err: error.message, jobId }, 'could not remove a written ledger record from the stream'));
+    }
+    return 'settled';
+  };
+}
