@@ -96,18 +96,23 @@ if (!scaledOutAvailable) {
       const clients = [traffic(false), traffic(true), traffic(false), traffic(true)];
       await sleep(500);
 
-      await storeRelay.down();
-      const outageFrom = Date.now();
-      const refused = await chat(deployment, unseen.key, { model: 'svc/alpha', messages: hello });
-      expect(refused.status).toBe(503);
-      expect(refused.headers.get('retry-after')).toBe('1');
-      expect((await refused.json()).error.code).toBe('service_unavailable');
-      await sleep(5000);
-      const outageUntil = Date.now();
-      await storeRelay.up();
-      await sleep(500);
-      running = false;
-      await Promise.all(clients);
+      let outageFrom = 0;
+      let outageUntil = 0;
+      try {
+        await storeRelay.down();
+        outageFrom = Date.now();
+        const refused = await chat(deployment, unseen.key, { model: 'svc/alpha', messages: hello });
+        expect(refused.status).toBe(503);
+        expect(refused.headers.get('retry-after')).toBe('1');
+        expect((await refused.json()).error.code).toBe('service_unavailable');
+        await sleep(5000);
+      } finally {
+        outageUntil = Date.now();
+        await storeRelay.up();
+        await sleep(500);
+        running = false;
+        await Promise.all(clients);
+      }
 
       expect(results.filter((result) => result.status !== 200 && result.status !== 503)).toEqual([]);
       const answered = results.filter((result) => result.status === 200);
