@@ -51,7 +51,7 @@ export async function startEmbeddedGateway(options: EmbeddedOptions = {}): Promi
   const { counters } = transport;
   const client = new ProviderClient();
   const dashboard = new Dashboard({ port: dashboardPort(environment), host: config.host, logger });
-  await transport.worker.start(createCompletionHandler({ catalog, client, store, counters, logger, workerId: transport.worker.workerId, removeFromLedgerStream: transport.removeFromLedgerStream }), { concurrency: config.workerConcurrency });
+  await transport.worker.start(createCompletionHandler({ catalog, client, store, counters, logger, workerId: transport.worker.workerId }), { concurrency: config.workerConcurrency });
   const ingress = await startIngress({
     port: config.port,
     host: config.host,
@@ -71,7 +71,7 @@ export async function startEmbeddedGateway(options: EmbeddedOptions = {}): Promi
     },
   });
   transport.onKeyChange((publicId) => ingress.keys.invalidate(publicId));
-  transport.onWorkerLost(createLostWorkerBiller({ catalog, settle: createUsageSettler({ counters, store, logger, removeFromStream: transport.removeFromLedgerStream }), logger }));
+  transport.onWorkerLost(createLostWorkerBiller({ catalog, settle: createUsageSettler({ counters, store, logger }), logger }));
   const ownDashboardPort = await dashboard.listen();
   const host = config.host === '0.0.0.0' ? '127.0.0.1' : config.host;
   return {

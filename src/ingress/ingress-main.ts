@@ -1,6 +1,6 @@
 import { loadCatalog } from '../shared/catalog/catalog-loader.js';
 import { readConfig, resolveAdminToken } from '../shared/config.js';
-import { openLedgerStream, openRedisCounters, openStore, readScaleOutSettings, requireScaleOutServices } from '../shared/deployment.js';
+import { openRedisCounters, openStore, readScaleOutSettings, requireScaleOutServices } from '../shared/deployment.js';
 import { createLogger } from '../shared/logger.js';
 import { prepareTokenCounter } from '../shared/token-counter.js';
 import { openRedis, quitQuietly, waitUntilReady } from '../shared/transport/redis-connections.js';
@@ -38,8 +38,7 @@ async function main(): Promise<void> {
   // A key changed through any ingress: drop our cached record now.
   // A stream whose worker died after its first token is billed here, by estimate (the worker's own
   // settlement never comes); the record goes through the Redis ledger stream like any other.
-  const ledgerStream = openLedgerStream(countersRedis, settings);
-  const settle = createUsageSettler({ counters, store, logger, removeFromStream: (streamId) => ledgerStream.remove([streamId]) });
+  const settle = createUsageSettler({ counters, store, logger });
   const billLostWorker = createLostWorkerBiller({ catalog, settle, logger });
   const transport = createRedisIngressTransport(redisUrl, settings, config, logger, (publicId) => ingress?.keys.invalidate(publicId), billLostWorker);
   ingress = await startIngress({

@@ -120,6 +120,7 @@ export function openRedisCounters(redis: Redis, settings: ScaleOutSettings, stor
     settle: guard('settle this request\'s cost', counters.settle),
     revoke: guard('revoke the key', counters.revoke),
     isRevoked: guard('check the key', counters.isRevoked),
+    forgetLedgerRecord: guard('update the ledger stream', counters.forgetLedgerRecord),
     reset: guard('reset the key\'s counters', counters.reset),
     close: counters.close,
   };
@@ -133,8 +134,6 @@ export interface JoinedParts {
   /** How long the ingress may trust a cached key record: forever when it is the only ingress. */
   keyCacheMs: number;
   announceKeyChange?: (publicId: string) => void;
-  /** Removes a ledger record from the Redis ledger stream once the store has it (Redis only). */
-  removeFromLedgerStream?: (streamId: string) => Promise<void>;
   /** Tells the key directory of changes made through other ingresses (undefined: drop all). */
   onKeyChange(listener: (publicId: string | undefined) => void): void;
   /** Bills streams whose worker (another process) died after the first token; never called in memory. */
@@ -175,7 +174,6 @@ export async function openJoinedParts(config: GatewayConfig, environment: NodeJS
   const consumer = startLedgerStreamConsumer(ledgerStream, store, logger);
   return {
     counters: openRedisCounters(countersRedis, settings, store),
-    removeFromLedgerStream: (streamId) => ledgerStream.remove([streamId]),
     ingress,
     worker,
     keyCacheMs: config.keyCacheMs,

@@ -22,8 +22,6 @@ export interface CompletionWorkerDependencies {
   counters: Counters;
   logger: Logger;
   workerId: string;
-  /** Removes a ledger record from the Redis ledger stream once the store has it (Redis counters). */
-  removeFromLedgerStream?: (streamId: string) => Promise<void>;
 }
 
 /** Provider usage when reported; otherwise a tokenizer count, marked estimated (never zero). */
@@ -43,7 +41,7 @@ export function createCompletionHandler(dependencies: CompletionWorkerDependenci
   const { catalog, client, store, counters, logger, workerId } = dependencies;
   // One per worker process: every job it runs learns from, and steers by, the same deployment health.
   const health = new DeploymentHealth({ logger });
-  const settleUsage = createUsageSettler({ counters, store, logger, removeFromStream: dependencies.removeFromLedgerStream });
+  const settleUsage = createUsageSettler({ counters, store, logger });
 
   return async (job: CompletionJob, control: JobControl) => {
     control.publish({ type: 'accepted', worker: workerId });

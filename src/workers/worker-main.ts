@@ -38,7 +38,7 @@ async function main(): Promise<void> {
     logger.info({ jobId: job.id, reason }, 'job dropped without running');
     await releaseReservation(counters, job, logger);
   });
-  const handler = createCompletionHandler({ catalog, client, store, counters, logger, workerId: transport.workerId, removeFromLedgerStream: (streamId) => ledgerStream.remove([streamId]) });
+  const handler = createCompletionHandler({ catalog, client, store, counters, logger, workerId: transport.workerId });
   await transport.start(handler, { concurrency: config.workerConcurrency });
   process.stdout.write(`Switchboard worker ${transport.workerId} ready (concurrency ${config.workerConcurrency})\n`);
 

@@ -73,6 +73,11 @@ export interface Counters {
   settle(settlement: Settlement): Promise<SettleReceipt>;
   /** Marks a key revoked everywhere at once. */
   revoke(keyId: string): Promise<void>;
+  /**
+   * The store now holds the ledger record a settlement appended to the Redis ledger stream
+   * (SettleReceipt.streamId): drop it there. A no-op where there is no stream.
+   */
+  forgetLedgerRecord(streamId: string): Promise<void>;
   /** Whether the key is revoked: one cheap read, for workers about to start a queued job. */
   isRevoked(keyId: string): Promise<boolean>;
   /** Forgets cached spend and windows for a key (after its budget or limits change). */

@@ -331,6 +331,10 @@ export function createMemoryCounters(options: { spendSource: SpendSource; reserv
       revoked.add(keyId);
     },
 
+    async forgetLedgerRecord() {
+      // No stream: the embedded store is written directly.
+    },
+
     async isRevoked(keyId) {
       return revoked.has(keyId);
     },

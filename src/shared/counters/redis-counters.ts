@@ -175,6 +175,10 @@ export function createRedisCounters(options: {
       await redis.set(keysFor(keyId).revoked, '1');
     },
 
+    async forgetLedgerRecord(streamId) {
+      await stream.remove([streamId]);
+    },
+
     async isRevoked(keyId) {
       return (await redis.exists(keysFor(keyId).revoked)) === 1;
     },

@@ -15,14 +15,12 @@ export interface UsageSettlerParts {
   counters: Counters;
   store: Store;
   logger: Logger;
-  /** Removes a record from the ledger stream once the store has it (Redis counters only). */
-  removeFromStream?: (streamId: string) => Promise<void>;
 }
 
 export type SettleResult = 'settled' | 'deferred' | 'duplicate' | 'failed';
 
 export function createUsageSettler(parts: UsageSettlerParts): (settlement: FinalSettlement) => Promise<SettleResult> {
-  const { counters, store, logger, removeFromStream } = parts;
+  const { counters, store, logger } = parts;
   return async (settlement) => {
     const jobId = settlement.ledger.id;
     let receipt: SettleReceipt | undefined;
@@ -43,9 +41,9 @@ export function createUsageSettler(parts: UsageSettlerParts): (settlement: Final
       logger.error({ err: error, jobId }, 'could not write the usage ledger');
       return 'failed';
     }
-    if (receipt?.streamId && removeFromStream) {
+    if (receipt?.streamId) {
       // A record left behind is written again later, idempotently: no money is lost or doubled.
-      await removeFromStream(receipt.streamId).catch((error: Error) => logger.warn({ err: error.message, jobId }, 'could not remove a written ledger record from the stream'));
+      await counters.forgetLedgerRecord(receipt.streamId).catch((error: Error) => logger.warn({ err: error.message, jobId }, 'could not remove a written ledger record from the stream'));
     }
     return 'settled';
   };
