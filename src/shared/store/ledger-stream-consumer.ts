@@ -38,11 +38,11 @@ export class LedgerStreamConsumer {
 
   start(): void {
     this.timer = setInterval(() => {
-      this.round ??= this.drain().then(
-        () => undefined,
-      ).finally(() => {
-        this.round = undefined;
-      });
+      this.round ??= this.drain()
+        .then(() => undefined)
+        .finally(() => {
+          this.round = undefined;
+        });
     }, this.intervalMs);
     this.timer.unref();
   }

@@ -42,8 +42,9 @@ export function createUsageSettler(parts: UsageSettlerParts): (settlement: Final
       return 'failed';
     }
     if (receipt?.streamId) {
-      // A record left behind is written again later, idempotently: no money is lost or doubled.
-      await counters.forgetLedgerRecord(receipt.streamId).catch((error: Error) => logger.warn({ err: error.message, jobId }, 'could not remove a written ledger record from the stream'));
+      // Not awaited: the answer need not wait for it. A record left behind is written again
+      // later, idempotently: no money is lost or doubled.
+      void counters.forgetLedgerRecord(receipt.streamId).catch((error: Error) => logger.warn({ err: error.message, jobId }, 'could not remove a written ledger record from the stream'));
     }
     return 'settled';
   };
