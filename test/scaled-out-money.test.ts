@@ -3,6 +3,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startOpenAiProviderDouble, type OpenAiProviderDouble } from './doubles/openai-provider-double.js';
 import { adminRequest, chat, createKey, eventually, hello, type CreatedKey } from './support/api-client.js';
 import { DATABASE_URL, REDIS_URL, scaledOutAvailable, scaledOutSkipNotice, startScaledDeployment, type ScaledDeployment } from './support/scaled-harness.js';
+import { PrivateRedis } from './support/private-redis.js';
 import { StreamReader } from './support/stream-reader.js';
 import { TcpRelay } from './support/tcp-relay.js';
 
@@ -23,6 +24,35 @@ interface LedgerRow {
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+interface Answer {
+  status: number;
+  id: string;
+  at: number;
+  code?: string;
+}
+
+/** Clients sending requests of one key back to back (half of them streams) until stopped. */
+function startTraffic(deployment: ScaledDeployment, key: CreatedKey, clients = 4): { results: Answer[]; stop(): Promise<void> } {
+  const results: Answer[] = [];
+  let running = true;
+  const client = async (stream: boolean) => {
+    while (running) {
+      const response = await chat(deployment, key.key, { model: 'svc/alpha', messages: hello, stream });
+      const text = await response.text();
+      const code = response.status === 200 ? undefined : (JSON.parse(text) as { error: { code: string } }).error.code;
+      results.push({ status: response.status, id: response.headers.get('x-request-id')!, at: Date.now(), code });
+    }
+  };
+  const all = Array.from({ length: clients }, (_, i) => client(i % 2 === 1));
+  return {
+    results,
+    async stop() {
+      running = false;
+      await Promise.all(all);
+    },
+  };
+}
 const words = (count: number) => Array.from({ length: count }, (_, i) => `w${i} `);
 
 if (!scaledOutAvailable) {
@@ -83,17 +113,8 @@ if (!scaledOutAvailable) {
         expect(warm.status).toBe(200);
       }
 
-      const results: { status: number; id: string; at: number; code?: string }[] = [];
-      let running = true;
-      const traffic = async (stream: boolean) => {
-        while (running) {
-          const response = await chat(deployment, key.key, { model: 'svc/alpha', messages: hello, stream });
-          const text = await response.text();
-          const code = response.status === 200 ? undefined : (JSON.parse(text) as { error: { code: string } }).error.code;
-          results.push({ status: response.status, id: response.headers.get('x-request-id')!, at: Date.now(), code });
-        }
-      };
-      const clients = [traffic(false), traffic(true), traffic(false), traffic(true)];
+      const traffic = startTraffic(deployment, key);
+      const { results } = traffic;
       await sleep(500);
 
       let outageFrom = 0;
@@ -110,8 +131,7 @@ if (!scaledOutAvailable) {
         outageUntil = Date.now();
         await storeRelay.up();
         await sleep(500);
-        running = false;
-        await Promise.all(clients);
+        await traffic.stop();
       }
 
       expect(results.filter((result) => result.status !== 200 && result.status !== 503)).toEqual([]);
@@ -190,5 +210,72 @@ if (!scaledOutAvailable) {
       expect(ledger.filter((row) => row.status === 200)).toHaveLength(started);
       expect(Math.round(record.spent_usd * 1e9)).toBe(ledger.reduce((sum, row) => sum + row.costNanos, 0));
     }, 40_000);
+  });
+  describe('scaled-out money under faults: Redis (append-only file) crashes while PostgreSQL is down', () => {
+    const storeRelay = TcpRelay.for(DATABASE_URL!, 5432);
+    // appendfsync always: the test crashes Redis right after the writes it checks.
+    const redisServer = new PrivateRedis(['--appendonly', 'yes', '--appendfsync', 'always']);
+    let double: OpenAiProviderDouble;
+    let deployment: ScaledDeployment;
+
+    beforeAll(async () => {
+      await storeRelay.up();
+      await redisServer.start();
+      double = await startOpenAiProviderDouble({ apiKey: 'upstream-secret-key' });
+      deployment = await startScaledDeployment({
+        openAiUrl: double.url,
+        ingressCount: 1,
+        workerCount: 1,
+        environment: {
+          REDIS_URL: redisServer.url,
+          DATABASE_URL: storeRelay.url(DATABASE_URL!),
+          LOG_LEVEL: process.env.SB_DEBUG_LOG ?? 'silent',
+          SWITCHBOARD_KEY_CACHE_MS: '600000',
+        },
+      });
+    }, 60_000);
+    afterAll(async () => {
+      await storeRelay.up();
+      if (process.env.SB_DEBUG_LOG) for (const p of [...deployment.ingresses, ...deployment.workers]) console.log(p.role, p.output().slice(-4000));
+      await deployment?.close();
+      await double?.close();
+      await redisServer.destroy();
+      await storeRelay.down();
+    }, 30_000);
+
+    it('loses no ledger record nor spend of requests answered during a store outage when Redis restarts', async () => {
+      const key = await createKey(deployment, { name: 'redis restart', budget_usd: 1000 });
+      double.script('alpha', { kind: 'text', chunks: words(3), chunkDelayMs: 20 });
+      expect((await chat(deployment, key.key, { model: 'svc/alpha', messages: hello })).status).toBe(200);
+      const traffic = startTraffic(deployment, key, 2);
+      try {
+        await storeRelay.down();
+        await sleep(2000);
+      } finally {
+        await traffic.stop();
+      }
+      const answered = traffic.results.filter((result) => result.status === 200);
+      expect(answered.length).toBeGreaterThan(5);
+      // Their records wait in Redis only; Redis crashes and comes back from its append-only file.
+      await redisServer.crash();
+      await redisServer.start();
+      // (Until the store is back, only cached keys work, and a Redis reconnect empties the cache.)
+      await storeRelay.up();
+      await eventually(async () => expect((await chat(deployment, key.key, { model: 'svc/alpha', messages: hello })).status).toBe(200), 15_000);
+
+      const { body: all } = await eventually(async () => {
+        const page = await adminRequest(deployment, 'GET', `/admin/v1/requests?key_id=${key.id}&limit=1000`);
+        const ids = new Set((page.body.data as LedgerRow[]).map((row) => row.id));
+        expect(answered.filter((result) => !ids.has(result.id)).map((result) => result.id)).toEqual([]);
+        return page;
+      }, 20_000);
+      const ledgerNanos = (all.data as LedgerRow[]).reduce((sum, row) => sum + row.costNanos, 0);
+      const redis = new Redis(redisServer.url);
+      try {
+        await eventually(async () => expect(Number(await redis.hget(`${deployment.prefix}:counters:{${key.id}}:spend`, 'n'))).toBe(ledgerNanos), 5000);
+      } finally {
+        await redis.quit();
+      }
+    }, 60_000);
   });
 }
