@@ -23,6 +23,12 @@ interface LedgerRow {
   attempts: { outcome: string }[];
 }
 
+/** Durations the faults took, printed with SB_REPORT_TIMINGS=1 (the numbers in docs/scale-out.md). */
+const timings: Record<string, number> = {};
+afterAll(() => {
+  if (process.env.SB_REPORT_TIMINGS) console.log(`money fault timings (ms): ${JSON.stringify(timings)}`);
+});
+
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 interface Answer {
@@ -119,6 +125,7 @@ if (!scaledOutAvailable) {
 
       let outageFrom = 0;
       let outageUntil = 0;
+      let storeBackAt = 0;
       try {
         await storeRelay.down();
         outageFrom = Date.now();
@@ -130,6 +137,7 @@ if (!scaledOutAvailable) {
       } finally {
         outageUntil = Date.now();
         await storeRelay.up();
+        storeBackAt = Date.now();
         await sleep(500);
         await traffic.stop();
       }
@@ -144,6 +152,9 @@ if (!scaledOutAvailable) {
         expect(answered.filter((result) => !ids.has(result.id)).map((result) => result.id)).toEqual([]);
         return ledger;
       }, 20_000);
+      timings.storeBackToAllRows = Date.now() - storeBackAt;
+      timings.answeredDuringOutage = answered.filter((result) => result.at > outageFrom && result.at < outageUntil).length;
+      timings.refusedDuringOutage = results.filter((result) => result.status === 503).length;
       const ledgerNanos = rows.reduce((sum, row) => sum + row.costNanos, 0);
       expect(ledgerNanos).toBeGreaterThan(0);
       expect(await redisSpend(key)).toBe(ledgerNanos);
@@ -175,6 +186,7 @@ if (!scaledOutAvailable) {
         expect(found).toBeDefined();
         return found!;
       }, 15_000);
+      timings.killToEstimatedRow = Date.now() - killedAt;
       expect(row).toMatchObject({ estimated: true, status: 502, servedModel: 'svc/alpha' });
       expect(row.attempts.map((attempt) => attempt.outcome)).toEqual(['worker_lost']);
       expect(row.costNanos).toBeGreaterThan(0);
