@@ -19,6 +19,22 @@ export interface UsageSettlerParts {
 
 export type SettleResult = 'settled' | 'deferred' | 'duplicate' | 'failed';
 
+/** How long a settlement whose record is already in the ledger stream waits for the store. */
+const DURABLE_WRITE_WAIT_MS = 2000;
+
+async function settledWithin(work: Promise<unknown>, ms: number): Promise<'done' | 'slow'> {
+  let timer: NodeJS.Timeout | undefined;
+  const slow = new Promise<'slow'>((resolve) => {
+    timer = setTimeout(() => resolve('slow'), ms);
+  });
+  try {
+    // A rejection counts as done: the caller awaits the work again and handles the error.
+    return await Promise.race([work.then(() => 'done' as const, () => 'done' as const), slow]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 export function createUsageSettler(parts: UsageSettlerParts): (settlement: FinalSettlement) => Promise<SettleResult> {
   const { counters, store, logger } = parts;
   return async (settlement) => {
@@ -32,7 +48,15 @@ export function createUsageSettler(parts: UsageSettlerParts): (settlement: Final
     }
     if (receipt && !receipt.applied) return 'duplicate';
     try {
-      await store.recordUsage(settlement.ledger);
+      const written = store.recordUsage(settlement.ledger);
+      if (receipt?.streamId && (await settledWithin(written, DURABLE_WRITE_WAIT_MS)) === 'slow') {
+        // A store that hangs (not refusing, just silent) must not hold the answer: the record is
+        // safe in the stream, and this write, if it ever lands, is idempotent.
+        written.catch(() => undefined);
+        logger.warn({ jobId }, 'ledger write deferred: the store is slow; the record waits in the Redis ledger stream');
+        return 'deferred';
+      }
+      await written;
     } catch (error) {
       if (receipt?.streamId) {
         logger.warn({ err: error, jobId }, 'ledger write deferred: the record waits in the Redis ledger stream until the store is back');
