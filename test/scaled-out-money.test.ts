@@ -164,6 +164,39 @@ if (!scaledOutAvailable) {
       expect((await chat(deployment, unseen.key, { model: 'svc/alpha', messages: hello })).status).toBe(200);
     }, 60_000);
 
+    it('answers while the store hangs, and has the ledger complete once it answers again', async () => {
+      const key = await createKey(deployment, { name: 'hanging store', budget_usd: 1000 });
+      double.script('alpha', { kind: 'text', text: 'ok' });
+      for (const url of deployment.urls) {
+        const warm = await fetch(`${url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${key.key}`, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'svc/alpha', messages: hello }) });
+        expect(warm.status).toBe(200);
+      }
+      storeRelay.pause();
+      let answers: { status: number; id: string; ms: number }[] = [];
+      try {
+        answers = await Promise.all(Array.from({ length: 4 }, async () => {
+          const startedAt = Date.now();
+          const response = await chat(deployment, key.key, { model: 'svc/alpha', messages: hello });
+          await response.text();
+          return { status: response.status, id: response.headers.get('x-request-id')!, ms: Date.now() - startedAt };
+        }));
+        await sleep(Math.max(0, 9000 - Math.max(...answers.map((answer) => answer.ms))));
+      } finally {
+        storeRelay.resume();
+      }
+      timings.answerWhileStoreHangs = Math.max(...answers.map((answer) => answer.ms));
+      for (const answer of answers) {
+        expect(answer.status).toBe(200);
+        expect(answer.ms).toBeLessThan(6000);
+      }
+      const rows = await eventually(async () => {
+        const ledger = await ledgerOf(key);
+        expect(answers.filter((answer) => !ledger.some((row) => row.id === answer.id))).toEqual([]);
+        return ledger;
+      }, 20_000);
+      expect(await redisSpend(key)).toBe(rows.reduce((sum, row) => sum + row.costNanos, 0));
+    }, 60_000);
+
     it('bills a stream whose worker is killed after the first token by estimate, once', async () => {
       const key = await createKey(deployment, { name: 'killed worker', budget_usd: 1000 });
       double.script('alpha', { kind: 'text', chunks: words(60), chunkDelayMs: 150 });
