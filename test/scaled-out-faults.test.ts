@@ -122,19 +122,23 @@ if (!scaledOutAvailable) {
       // One worker only for this test: the other finishes its (no) jobs and leaves.
       const other = deployment.workers[1]!;
       await stopProcess(other);
-      double.script('alpha', { kind: 'text', chunks: words(25), chunkDelayMs: 100 });
-      const startedAt = Date.now();
-      const readers = await Promise.all(Array.from({ length: 300 }, async () => new StreamReader(await chat(deployment, key.key, streamBody))));
-      await Promise.all(readers.map((reader) => reader.finished()));
-      timings.streams300OneWorker = Date.now() - startedAt;
-      expect(readers.every((reader) => reader.done && reader.content === words(25).join(''))).toBe(true);
-      // Each stream lasts at least 2.4 s upstream; the last one began before the first could end,
-      // so all 300 were open at once.
-      const arrivals = double.requests.map((request) => request.receivedAt);
-      timings.streams300ArrivalSpread = Math.max(...arrivals) - Math.min(...arrivals);
-      expect(timings.streams300ArrivalSpread).toBeLessThan(2400);
-      expect(new Set(double.requests.map((request) => request.headers['x-test-worker'])).size).toBe(1);
-      await replaceWorker(other);
+      // The other worker comes back even when an assertion fails, so later tests keep two.
+      try {
+        double.script('alpha', { kind: 'text', chunks: words(25), chunkDelayMs: 100 });
+        const startedAt = Date.now();
+        const readers = await Promise.all(Array.from({ length: 300 }, async () => new StreamReader(await chat(deployment, key.key, streamBody))));
+        await Promise.all(readers.map((reader) => reader.finished()));
+        timings.streams300OneWorker = Date.now() - startedAt;
+        expect(readers.every((reader) => reader.done && reader.content === words(25).join(''))).toBe(true);
+        // Each stream lasts at least 2.4 s upstream; the last one began before the first could end,
+        // so all 300 were open at once.
+        const arrivals = double.requests.map((request) => request.receivedAt);
+        timings.streams300ArrivalSpread = Math.max(...arrivals) - Math.min(...arrivals);
+        expect(timings.streams300ArrivalSpread).toBeLessThan(2400);
+        expect(new Set(double.requests.map((request) => request.headers['x-test-worker'])).size).toBe(1);
+      } finally {
+        await replaceWorker(other);
+      }
     }, 30_000);
 
     it('cancels the upstream call within a second when a client disconnects, whichever worker holds it', async () => {
