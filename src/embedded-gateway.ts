@@ -7,6 +7,8 @@ import { readConfig, resolveAdminToken, type GatewayConfig } from './shared/conf
 import { openJoinedParts, openStore, readScaleOutSettings } from './shared/deployment.js';
 import { releaseReservation } from './shared/counters/release-reservation.js';
 import { createLogger } from './shared/logger.js';
+import { createLostWorkerBiller } from './shared/store/lost-worker-settlement.js';
+import { createUsageSettler } from './shared/store/usage-settler.js';
 import { prepareTokenCounter } from './shared/token-counter.js';
 import { createCompletionHandler } from './workers/completion-worker.js';
 import { ProviderClient } from './workers/provider-client.js';
@@ -71,6 +73,7 @@ export async function startEmbeddedGateway(options: EmbeddedOptions = {}): Promi
     },
   });
   transport.onKeyChange((publicId) => ingress.keys.invalidate(publicId));
+  transport.onWorkerLost(createLostWorkerBiller({ catalog, settle: createUsageSettler({ counters, store, logger }), logger }));
   const ownDashboardPort = await dashboard.listen();
   const host = config.host === '0.0.0.0' ? '127.0.0.1' : config.host;
   return {

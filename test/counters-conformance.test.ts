@@ -5,6 +5,7 @@ import type { Admission, AdmissionInput, Counters, KeyLimits, SpendSource } from
 import { createMemoryCounters } from '../src/shared/counters/memory-counters.js';
 import { periodEnd, periodStart } from '../src/shared/counters/period.js';
 import { createRedisCounters } from '../src/shared/counters/redis-counters.js';
+import type { LedgerEntry } from '../src/shared/store/store.js';
 
 // One behaviour for every Counters implementation. A backend hands out two instances that share
 // state, standing in for two ingress processes: for Redis two connections, for memory the same
@@ -27,6 +28,12 @@ function limits(l: Partial<KeyLimits>): KeyLimits {
   return { rpm: null, tpm: null, maxConcurrent: null, budgetNanos: null, budgetPeriod: 'none', ...l };
 }
 const newKey = () => `key-${randomBytes(6).toString('hex')}`;
+function ledgerEntry(keyId: string, costNanos: number): LedgerEntry {
+  return {
+    id: `req-${randomBytes(6).toString('hex')}`, keyId, requestedModel: 'm', servedModel: 'm', attempts: [], promptTokens: 1, completionTokens: 1,
+    costNanos, status: 200, latencyMs: 1, estimated: false, stream: false, createdAt: new Date(T0).toISOString(),
+  };
+}
 let seq = 0;
 function req(keyId: string, l: KeyLimits, o: { tokens?: number; reserve?: number; now?: number } = {}): AdmissionInput {
   return { keyId, requestId: `req-${++seq}`, limits: l, tokens: o.tokens ?? 10, reserveNanos: o.reserve ?? 0, now: o.now ?? T0 };
@@ -233,6 +240,30 @@ function conformance(name: string, backend: () => Promise<Backend>): void {
       ok(await b.admit(req(other, l)));
     });
 
+    it('tells any instance at once whether a key is revoked', async () => {
+      const { a, b } = make({ spendSource: zero });
+      const key = newKey();
+      expect(await b.isRevoked(key)).toBe(false);
+      await a.revoke(key);
+      expect(await b.isRevoked(key)).toBe(true);
+      expect(await a.isRevoked(newKey())).toBe(false);
+    });
+
+    it('settles a request at most once per ledger id, whichever instance settles it', async () => {
+      const { a, b } = make({ spendSource: zero });
+      const key = newKey();
+      const l = limits({ budgetNanos: 10_000 });
+      const r = ok(await a.admit(req(key, l, { reserve: 1000 })));
+      const entry = ledgerEntry(key, 300);
+      expect((await a.settle({ keyId: key, reservationId: r, costNanos: 300, tokens: 5, budgetPeriod: 'none', now: T0, ledger: entry })).applied).toBe(true);
+      // The same request settled again (a worker that was only slow, after its ingress billed it).
+      expect((await b.settle({ keyId: key, reservationId: r, costNanos: 500, tokens: 5, budgetPeriod: 'none', now: T0, ledger: { ...entry, costNanos: 500 } })).applied).toBe(false);
+      // A release without a ledger record never counts as the settlement.
+      expect((await b.settle({ keyId: key, reservationId: r, costNanos: 0, tokens: 0, budgetPeriod: 'none', now: T0 })).applied).toBe(true);
+      ok(await b.admit(req(key, l, { reserve: 9700 })));
+      expect(reasonOf(await a.admit(req(key, l, { reserve: 1 })))).toBe('budget_exceeded');
+    });
+
     it('lets refused requests consume nothing', async () => {
       const { a, b } = make({ spendSource: zero });
       const key = newKey();
@@ -334,7 +365,8 @@ if (REDIS_URL) {
           keys.push(...batch);
         } while (cursor !== '0');
         const ttls = await Promise.all(keys.map((k) => one.pttl(k)));
-        const forever = keys.filter((k, i) => ttls[i] < 0 && !k.endsWith(':revoked'));
+        // The ledger stream is emptied by its consumer, not by a TTL.
+        const forever = keys.filter((k, i) => ttls[i] < 0 && !k.endsWith(':revoked') && !k.endsWith(':ledger'));
         if (keys.length) await one.del(...keys);
         await Promise.all([one.quit(), two.quit()]);
         expect(forever).toEqual([]);

@@ -9,57 +9,12 @@ import { startOpenAiProviderDouble, type OpenAiProviderDouble } from './doubles/
 import { adminRequest, chat, createKey, eventually, hello, type CreatedKey } from './support/api-client.js';
 import { startEmbeddedGateway, type EmbeddedGateway } from '../src/embedded-gateway.js';
 import { testEnvironment } from './support/gateway-harness.js';
+import { StreamReader } from './support/stream-reader.js';
 import { DATABASE_URL, dropSchema, REDIS_URL, removeRedisPrefix, scaledOutAvailable, scaledOutSkipNotice, startScaledDeployment, stopProcess, type ManagedProcess, type ScaledDeployment } from './support/scaled-harness.js';
 
 // Faults of the scaled-out deployment, against real processes: workers killed (SIGKILL) before and
 // after the first token, clients that disconnect, SIGTERM on workers and ingresses, a deep queue,
 // Redis going away and coming back, and key changes across ingress instances.
-
-/** Reads an SSE response as it arrives. */
-class StreamReader {
-  raw = '';
-  chunks: any[] = [];
-  done = false;
-  ended = false;
-  private readonly reading: Promise<void>;
-
-  constructor(response: Response) {
-    const decoder = new TextDecoder();
-    this.reading = (async () => {
-      try {
-        for await (const piece of response.body as unknown as AsyncIterable<Uint8Array>) {
-          this.raw += decoder.decode(piece, { stream: true });
-          this.parse();
-        }
-      } catch {
-        // aborted by the test
-      }
-      this.ended = true;
-    })();
-  }
-
-  private parse(): void {
-    const frames = this.raw.split('\n\n');
-    this.chunks = [];
-    for (const frame of frames.slice(0, -1)) {
-      const data = frame.replace(/^data: /, '');
-      if (data === '[DONE]') this.done = true;
-      else this.chunks.push(JSON.parse(data));
-    }
-  }
-
-  get content(): string {
-    return this.chunks.map((chunk) => chunk.choices?.[0]?.delta?.content ?? '').join('');
-  }
-
-  get error(): any {
-    return this.chunks.find((chunk) => chunk.error)?.error;
-  }
-
-  finished(): Promise<void> {
-    return this.reading;
-  }
-}
 
 /** A TCP relay in front of Redis that the test can cut and restore, to make Redis unreachable. */
 class RedisRelay {
@@ -167,19 +122,23 @@ if (!scaledOutAvailable) {
       // One worker only for this test: the other finishes its (no) jobs and leaves.
       const other = deployment.workers[1]!;
       await stopProcess(other);
-      double.script('alpha', { kind: 'text', chunks: words(25), chunkDelayMs: 100 });
-      const startedAt = Date.now();
-      const readers = await Promise.all(Array.from({ length: 300 }, async () => new StreamReader(await chat(deployment, key.key, streamBody))));
-      await Promise.all(readers.map((reader) => reader.finished()));
-      timings.streams300OneWorker = Date.now() - startedAt;
-      expect(readers.every((reader) => reader.done && reader.content === words(25).join(''))).toBe(true);
-      // Each stream lasts at least 2.4 s upstream; the last one began before the first could end,
-      // so all 300 were open at once.
-      const arrivals = double.requests.map((request) => request.receivedAt);
-      timings.streams300ArrivalSpread = Math.max(...arrivals) - Math.min(...arrivals);
-      expect(timings.streams300ArrivalSpread).toBeLessThan(2400);
-      expect(new Set(double.requests.map((request) => request.headers['x-test-worker'])).size).toBe(1);
-      await replaceWorker(other);
+      // The other worker comes back even when an assertion fails, so later tests keep two.
+      try {
+        double.script('alpha', { kind: 'text', chunks: words(25), chunkDelayMs: 100 });
+        const startedAt = Date.now();
+        const readers = await Promise.all(Array.from({ length: 300 }, async () => new StreamReader(await chat(deployment, key.key, streamBody))));
+        await Promise.all(readers.map((reader) => reader.finished()));
+        timings.streams300OneWorker = Date.now() - startedAt;
+        expect(readers.every((reader) => reader.done && reader.content === words(25).join(''))).toBe(true);
+        // Each stream lasts at least 2.4 s upstream; the last one began before the first could end,
+        // so all 300 were open at once.
+        const arrivals = double.requests.map((request) => request.receivedAt);
+        timings.streams300ArrivalSpread = Math.max(...arrivals) - Math.min(...arrivals);
+        expect(timings.streams300ArrivalSpread).toBeLessThan(2400);
+        expect(new Set(double.requests.map((request) => request.headers['x-test-worker'])).size).toBe(1);
+      } finally {
+        await replaceWorker(other);
+      }
     }, 30_000);
 
     it('cancels the upstream call within a second when a client disconnects, whichever worker holds it', async () => {

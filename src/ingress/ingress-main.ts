@@ -7,6 +7,8 @@ import { prepareTokenCounter } from '../shared/token-counter.js';
 import { openRedis, quitQuietly, waitUntilReady } from '../shared/transport/redis-connections.js';
 import { createRedisIngressTransport } from '../shared/transport/redis-transport-factory.js';
 import { exitOnShutdownSignal } from '../shared/shutdown.js';
+import { createLostWorkerBiller } from '../shared/store/lost-worker-settlement.js';
+import { createUsageSettler } from '../shared/store/usage-settler.js';
 import { Dashboard, dashboardPort } from './dashboard/dashboard.js';
 import { startIngress, type RunningIngress } from './server.js';
 
@@ -35,7 +37,11 @@ async function main(): Promise<void> {
   let ingress: RunningIngress | undefined;
   const dashboard = new Dashboard({ port: dashboardPort(environment), host: config.host, logger });
   // A key changed through any ingress: drop our cached record now.
-  const transport = createRedisIngressTransport(redisUrl, settings, config, logger, (publicId) => ingress?.keys.invalidate(publicId));
+  // A stream whose worker died after its first token is billed here, by estimate (the worker's own
+  // settlement never comes); the record goes through the Redis ledger stream like any other.
+  const settle = createUsageSettler({ counters, store, logger });
+  const billLostWorker = createLostWorkerBiller({ catalog, settle, logger });
+  const transport = createRedisIngressTransport(redisUrl, settings, config, logger, (publicId) => ingress?.keys.invalidate(publicId), billLostWorker);
   ingress = await startIngress({
     port: config.port,
     host: config.host,

@@ -1,4 +1,5 @@
 import type { KeyRecord, Store } from '../shared/store/store.js';
+import { storeUnavailable } from '../shared/store/store-unavailable.js';
 
 // Key records by public id. Records are cached so that a request costs no store round trip, but
 // the cache is only a shortcut: revocation is enforced by the admission counters (memory or
@@ -17,7 +18,10 @@ export class KeyDirectory {
     const cached = this.cache.get(publicId);
     if (cached && Date.now() - cached.loadedAt < this.maxAgeMs) return cached.record;
     const generation = this.generation;
-    const record = await this.store.getKeyByPublicId(publicId);
+    // An unreachable store is a 503 with retry-after (a key not in the cache cannot be checked).
+    const record = await this.store.getKeyByPublicId(publicId).catch((error: unknown) => {
+      throw storeUnavailable(error, 'check this API key');
+    });
     if (generation !== this.generation) return record;
     if (record) this.cache.set(publicId, { record, loadedAt: Date.now() });
     else this.cache.delete(publicId);

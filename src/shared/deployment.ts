@@ -4,13 +4,17 @@ import type { Logger } from 'pino';
 import type { GatewayConfig } from './config.js';
 import type { Counters } from './counters/counters.js';
 import { createMemoryCounters } from './counters/memory-counters.js';
+import { LedgerStream, ledgerStreamKey } from './counters/ledger-stream.js';
 import { createRedisCounters } from './counters/redis-counters.js';
+import { LedgerStreamConsumer } from './store/ledger-stream-consumer.js';
+import { storeUnavailable } from './store/store-unavailable.js';
 import { openPostgresStore } from './store/postgres-store.js';
 import { openSqliteStore } from './store/sqlite-store.js';
 import type { CompletionJob } from './job.js';
 import type { Store } from './store/store.js';
 import { InProcessTransport } from './transport/in-process-transport.js';
 import { asUnavailable, openRedis, quitQuietly, RedisNames, waitUntilReady } from './transport/redis-connections.js';
+import type { LostJob } from './transport/lost-job-tracker.js';
 import type { IngressTransport, WorkerTransport } from './transport/transport.js';
 
 // Picks the parts behind each interface: PostgreSQL when DATABASE_URL is set, else the embedded
@@ -71,8 +75,27 @@ export async function openStore(config: GatewayConfig, options: { schema?: strin
   return openSqliteStore(join(config.dataDir, 'switchboard.db'));
 }
 
+/** The ledger as the counters' source of a key's period spend; a store outage is a 503, not a 500. */
+function ledgerSpend(store: Store) {
+  return (keyId: string, since: string) => store.spentNanosSince(keyId, since).catch((error: unknown) => {
+    throw storeUnavailable(error, "read this key's spend");
+  });
+}
+
 export function openMemoryCounters(store: Store): Counters {
-  return createMemoryCounters({ spendSource: (keyId, since) => store.spentNanosSince(keyId, since) });
+  return createMemoryCounters({ spendSource: ledgerSpend(store) });
+}
+
+/** The Redis ledger stream of the deployment (records settled but maybe not yet in the store). */
+export function openLedgerStream(redis: Redis, settings: ScaleOutSettings): LedgerStream {
+  return new LedgerStream(redis, ledgerStreamKey(new RedisNames(settings.redisPrefix).counters));
+}
+
+/** Writes settled records the store missed (outage, crash) from the ledger stream; one per worker process. */
+export function startLedgerStreamConsumer(stream: LedgerStream, store: Store, logger: Logger): LedgerStreamConsumer {
+  const consumer = new LedgerStreamConsumer(stream, store, logger);
+  consumer.start();
+  return consumer;
 }
 
 /**
@@ -83,7 +106,7 @@ export function openRedisCounters(redis: Redis, settings: ScaleOutSettings, stor
   const counters = createRedisCounters({
     redis,
     keyPrefix: new RedisNames(settings.redisPrefix).counters,
-    spendSource: (keyId, since) => store.spentNanosSince(keyId, since),
+    spendSource: ledgerSpend(store),
   });
   const guard = <A extends unknown[], R>(what: string, call: (...args: A) => Promise<R>) => async (...args: A): Promise<R> => {
     try {
@@ -96,6 +119,8 @@ export function openRedisCounters(redis: Redis, settings: ScaleOutSettings, stor
     admit: guard('check this key\'s limits', counters.admit),
     settle: guard('settle this request\'s cost', counters.settle),
     revoke: guard('revoke the key', counters.revoke),
+    isRevoked: guard('check the key', counters.isRevoked),
+    forgetLedgerRecord: guard('update the ledger stream', counters.forgetLedgerRecord),
     reset: guard('reset the key\'s counters', counters.reset),
     close: counters.close,
   };
@@ -111,6 +136,8 @@ export interface JoinedParts {
   announceKeyChange?: (publicId: string) => void;
   /** Tells the key directory of changes made through other ingresses (undefined: drop all). */
   onKeyChange(listener: (publicId: string | undefined) => void): void;
+  /** Bills streams whose worker (another process) died after the first token; never called in memory. */
+  onWorkerLost(listener: (lost: LostJob) => void): void;
   /** Closes what these parts opened (after the ingress drained and the worker closed). */
   close(): Promise<void>;
 }
@@ -122,6 +149,7 @@ export interface JoinedParts {
  */
 export async function openJoinedParts(config: GatewayConfig, environment: NodeJS.ProcessEnv, store: Store, logger: Logger, onDropped: (job: CompletionJob) => Promise<void>): Promise<JoinedParts> {
   let keyListener: (publicId: string | undefined) => void = () => undefined;
+  let lostListener: (lost: LostJob) => void = () => undefined;
   if (!config.redisUrl) {
     const transport = new InProcessTransport({ maxQueued: config.maxQueuedJobs, onDropped });
     return {
@@ -130,6 +158,7 @@ export async function openJoinedParts(config: GatewayConfig, environment: NodeJS
       worker: transport.worker,
       keyCacheMs: Number.MAX_SAFE_INTEGER,
       onKeyChange: () => undefined,
+      onWorkerLost: () => undefined,
       close: async () => undefined,
     };
   }
@@ -139,8 +168,10 @@ export async function openJoinedParts(config: GatewayConfig, environment: NodeJS
   const { createRedisIngressTransport, createRedisWorkerTransport } = await import('./transport/redis-transport-factory.js');
   const countersRedis = openRedis(redisUrl, 'fail-fast', 'sb:embedded:counters', logger);
   await waitUntilReady(countersRedis, redisUrl);
-  const ingress = createRedisIngressTransport(redisUrl, settings, config, logger, (publicId) => keyListener(publicId));
+  const ingress = createRedisIngressTransport(redisUrl, settings, config, logger, (publicId) => keyListener(publicId), (lost) => lostListener(lost));
   const worker = createRedisWorkerTransport(redisUrl, settings, logger, (job) => onDropped(job));
+  const ledgerStream = openLedgerStream(countersRedis, settings);
+  const consumer = startLedgerStreamConsumer(ledgerStream, store, logger);
   return {
     counters: openRedisCounters(countersRedis, settings, store),
     ingress,
@@ -150,6 +181,12 @@ export async function openJoinedParts(config: GatewayConfig, environment: NodeJS
     onKeyChange: (listener) => {
       keyListener = listener;
     },
-    close: () => quitQuietly(countersRedis),
+    onWorkerLost: (listener) => {
+      lostListener = listener;
+    },
+    close: async () => {
+      await consumer.stop();
+      await quitQuietly(countersRedis);
+    },
   };
 }

@@ -27,7 +27,7 @@ export interface AttemptRecord {
   /** `<provider>/<upstream model>` that was tried; absent when no deployment was reached (unknown model). */
   deployment?: string;
   /** `cooling_down`: every deployment of the model was in a cool-down, so none was called. */
-  outcome: 'success' | 'rate_limit' | 'overloaded' | 'server_error' | 'timeout' | 'connection' | 'bad_request' | 'auth' | 'not_found' | 'cancelled' | 'internal' | 'not_configured' | 'cooling_down' | 'error_after_first_token';
+  outcome: 'success' | 'rate_limit' | 'overloaded' | 'server_error' | 'timeout' | 'connection' | 'bad_request' | 'auth' | 'not_found' | 'cancelled' | 'internal' | 'not_configured' | 'cooling_down' | 'error_after_first_token' | 'worker_lost';
   status?: number;
   message?: string;
   latencyMs: number;

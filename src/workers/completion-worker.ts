@@ -4,12 +4,15 @@ import type { Counters } from '../shared/counters/counters.js';
 import { describeError } from '../shared/errors.js';
 import type { CompletionJob } from '../shared/job.js';
 import { costNanos } from '../shared/pricing.js';
+import { releaseReservation } from '../shared/counters/release-reservation.js';
 import type { LedgerEntry, Store } from '../shared/store/store.js';
+import { createUsageSettler } from '../shared/store/usage-settler.js';
 import { countPromptTokens, countTextTokens } from '../shared/token-counter.js';
 import type { JobControl, JobHandler } from '../shared/transport/transport.js';
 import { makeUsage, type Usage } from '../shared/usage.js';
 import { DeploymentHealth } from './deployment-health.js';
 import { runFallbackChain, type ChainOutcome } from './fallback-chain.js';
+import { keyRefusal } from './key-gate.js';
 import type { ProviderClient } from './provider-client.js';
 
 export interface CompletionWorkerDependencies {
@@ -38,9 +41,19 @@ export function createCompletionHandler(dependencies: CompletionWorkerDependenci
   const { catalog, client, store, counters, logger, workerId } = dependencies;
   // One per worker process: every job it runs learns from, and steers by, the same deployment health.
   const health = new DeploymentHealth({ logger });
+  const settleUsage = createUsageSettler({ counters, store, logger });
 
   return async (job: CompletionJob, control: JobControl) => {
     control.publish({ type: 'accepted', worker: workerId });
+    const refusal = await keyRefusal(counters, job);
+    if (refusal) {
+      // Revoked while queued: never reaches a provider, costs nothing, gives its reservation back.
+      control.publish({ type: 'failed', error: refusal, started: false });
+      await releaseReservation(counters, job, logger);
+      await control.flush();
+      logger.info({ jobId: job.id, keyId: job.keyId, code: refusal.code }, 'queued job refused before it started');
+      return;
+    }
     let outcome: ChainOutcome;
     try {
       outcome = await runFallbackChain(job, control, catalog, client, { health, logger });
@@ -91,26 +104,21 @@ export function createCompletionHandler(dependencies: CompletionWorkerDependenci
       stream: job.stream,
       createdAt: new Date(job.enqueuedAt).toISOString(),
     };
-    try {
-      await store.recordUsage(entry);
-    } catch (error) {
-      logger.error({ err: error, jobId: job.id }, 'could not write the usage ledger');
+    if (!job.reservationId) {
+      // Admission made no reservation: nothing to settle in the counters, only the ledger.
+      await store.recordUsage(entry).catch((error: Error) => logger.error({ err: error, jobId: job.id }, 'could not write the usage ledger'));
+      return;
     }
-    if (job.reservationId) {
-      try {
-        await counters.settle({
-          keyId: job.keyId,
-          reservationId: job.reservationId,
-          costNanos: cost,
-          tokens: usage ? usage.prompt_tokens + usage.completion_tokens : 0,
-          budgetPeriod: job.budgetPeriod ?? 'none',
-          // The period of the admission, as the ledger row's createdAt: a request admitted before
-          // midnight and settled after it is spend of the day it was admitted, in both.
-          now: job.enqueuedAt,
-        });
-      } catch (error) {
-        logger.error({ err: error, jobId: job.id }, 'could not settle the budget reservation');
-      }
-    }
+    await settleUsage({
+      keyId: job.keyId,
+      reservationId: job.reservationId,
+      costNanos: cost,
+      tokens: usage ? usage.prompt_tokens + usage.completion_tokens : 0,
+      budgetPeriod: job.budgetPeriod ?? 'none',
+      // The period of the admission, as the ledger row's createdAt: a request admitted before
+      // midnight and settled after it is spend of the day it was admitted, in both.
+      now: job.enqueuedAt,
+      ledger: entry,
+    });
   }
 }

@@ -1,6 +1,6 @@
 import { loadCatalog } from '../shared/catalog/catalog-loader.js';
 import { readConfig } from '../shared/config.js';
-import { openRedisCounters, openStore, readScaleOutSettings, requireScaleOutServices } from '../shared/deployment.js';
+import { openLedgerStream, openRedisCounters, openStore, readScaleOutSettings, requireScaleOutServices, startLedgerStreamConsumer } from '../shared/deployment.js';
 import { createLogger } from '../shared/logger.js';
 import { prepareTokenCounter } from '../shared/token-counter.js';
 import { openRedis, quitQuietly, waitUntilReady } from '../shared/transport/redis-connections.js';
@@ -28,6 +28,10 @@ async function main(): Promise<void> {
   const countersRedis = openRedis(redisUrl, 'worker', 'sb:worker:counters', logger);
   await waitUntilReady(countersRedis, redisUrl);
   const counters = openRedisCounters(countersRedis, settings, store);
+  // Ledger records settled while the store was unreachable (or by a process that died before
+  // writing them) wait in Redis; this writes them once the store is back.
+  const ledgerStream = openLedgerStream(countersRedis, settings);
+  const ledgerConsumer = startLedgerStreamConsumer(ledgerStream, store, logger);
   const client = new ProviderClient();
 
   const transport = createRedisWorkerTransport(redisUrl, settings, logger, async (job, reason) => {
@@ -42,6 +46,7 @@ async function main(): Promise<void> {
     logger.info({ signal, active: transport.active }, 'worker finishing its active jobs');
     await transport.close(config.drainDeadlineMs);
     await client.close();
+    await ledgerConsumer.stop();
     await counters.close();
     await quitQuietly(countersRedis);
     await store.close();

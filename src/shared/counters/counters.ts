@@ -1,4 +1,4 @@
-import type { BudgetPeriod } from '../store/store.js';
+import type { BudgetPeriod, LedgerEntry } from '../store/store.js';
 
 // Admission counters: revocation, rate limits (rpm, tpm, concurrency) and budget reservations.
 // In memory for the embedded default, in Redis (one atomic Lua call per admission) when scaled
@@ -48,6 +48,21 @@ export interface Settlement {
   tokens: number;
   budgetPeriod: BudgetPeriod;
   now: number;
+  /**
+   * The request's ledger record, on a final settlement (not on the release of a job that never
+   * ran). A request is settled at most once per ledger id, whoever settles it (its worker, or the
+   * ingress that billed a lost worker's stream by estimate). Redis counters also append the record
+   * to the ledger stream in the same atomic step, so the money survives a store outage or a crash
+   * between settling and writing the ledger (see ledger-stream.ts).
+   */
+  ledger?: LedgerEntry;
+}
+
+export interface SettleReceipt {
+  /** False when this ledger id was settled before: nothing changed. Always true without a ledger record. */
+  applied: boolean;
+  /** Id of the record in the Redis ledger stream; absent where the caller writes the ledger itself (memory counters). */
+  streamId?: string;
 }
 
 /** Where counters read a key's spend for the current period when they have none yet (the ledger). */
@@ -55,9 +70,16 @@ export type SpendSource = (keyId: string, periodStart: string) => Promise<number
 
 export interface Counters {
   admit(input: AdmissionInput): Promise<Admission>;
-  settle(settlement: Settlement): Promise<void>;
+  settle(settlement: Settlement): Promise<SettleReceipt>;
   /** Marks a key revoked everywhere at once. */
   revoke(keyId: string): Promise<void>;
+  /**
+   * The store now holds the ledger record a settlement appended to the Redis ledger stream
+   * (SettleReceipt.streamId): drop it there. A no-op where there is no stream.
+   */
+  forgetLedgerRecord(streamId: string): Promise<void>;
+  /** Whether the key is revoked: one cheap read, for workers about to start a queued job. */
+  isRevoked(keyId: string): Promise<boolean>;
   /** Forgets cached spend and windows for a key (after its budget or limits change). */
   reset(keyId: string): Promise<void>;
   close(): Promise<void>;

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { BudgetPeriod } from '../store/store.js';
-import type { Admission, AdmissionInput, Counters, KeyLimits, RateLimitState, Settlement, SpendSource } from './counters.js';
+import type { Admission, AdmissionInput, Counters, KeyLimits, RateLimitState, SettleReceipt, Settlement, SpendSource } from './counters.js';
 import { periodBoundsMs, periodStart } from './period.js';
 
 // In-memory counters for the embedded default (one process holds every ingress and worker).
@@ -15,6 +15,14 @@ export const WINDOW_MS = 60_000;
 export const DEFAULT_RESERVATION_TTL_MS = 600_000;
 /** Retry hint when only in-flight requests stand in the way: they settle within seconds. */
 export const IN_FLIGHT_RETRY_MS = 1_000;
+
+/**
+ * How long a settled ledger id is remembered: past the longest a late settlement of the same
+ * request can arrive (its reservation's lifetime), so a request is never charged twice.
+ */
+export function settledMarkerTtlMs(reservationTtlMs: number): number {
+  return reservationTtlMs + 300_000;
+}
 
 export type AdmissionStatus = 'ok' | 'revoked' | 'rate_limited' | 'budget_exceeded' | 'concurrency';
 
@@ -122,6 +130,9 @@ export function createMemoryCounters(options: { spendSource: SpendSource; reserv
   const states = new Map<string, KeyState>();
   const spend = new Map<string, SpendCache>();
   const revoked = new Set<string>();
+  // Ledger ids already settled, with when they may be forgotten (insertion order is time order).
+  const settled = new Map<string, number>();
+  const settledTtlMs = settledMarkerTtlMs(ttlMs);
   // Concurrent admissions for a key share one ledger read per period.
   const seeding = new Map<string, Promise<number>>();
   let closed = false;
@@ -283,10 +294,19 @@ export function createMemoryCounters(options: { spendSource: SpendSource; reserv
       return toAdmission(input.limits, d, reservationId);
     },
 
-    async settle(s: Settlement) {
+    async settle(s: Settlement): Promise<SettleReceipt> {
       if (closed) throw new Error('counters: closed');
       checkNanos('costNanos', s.costNanos);
       if (!Number.isSafeInteger(s.tokens) || s.tokens < 0) throw new RangeError(`counters: tokens must be a non-negative integer, got ${s.tokens}`);
+      if (s.ledger) {
+        const at = Date.now();
+        for (const [id, until] of settled) {
+          if (until > at) break;
+          settled.delete(id);
+        }
+        if (settled.has(s.ledger.id)) return { applied: false };
+        settled.set(s.ledger.id, at + settledTtlMs);
+      }
       const st = states.get(s.keyId);
       const r = st?.reservations.get(s.reservationId);
       if (st && r) {
@@ -304,10 +324,19 @@ export function createMemoryCounters(options: { spendSource: SpendSource; reserv
       // from the ledger, which holds this cost once the worker has recorded it.
       const c = spend.get(s.keyId);
       if (c && c.period === s.budgetPeriod && c.start === periodBoundsMs(s.budgetPeriod, s.now).start) c.nanos += s.costNanos;
+      return { applied: true };
     },
 
     async revoke(keyId) {
       revoked.add(keyId);
+    },
+
+    async forgetLedgerRecord() {
+      // No stream: the embedded store is written directly.
+    },
+
+    async isRevoked(keyId) {
+      return revoked.has(keyId);
     },
 
     async reset(keyId) {
@@ -325,6 +354,7 @@ export function createMemoryCounters(options: { spendSource: SpendSource; reserv
     async close() {
       closed = true;
       states.clear();
+      settled.clear();
       spend.clear();
     },
   };

@@ -1,13 +1,15 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { Redis } from 'ioredis';
-import type { Admission, AdmissionInput, Counters, Settlement, SpendSource } from './counters.js';
+import type { Admission, AdmissionInput, Counters, SettleReceipt, Settlement, SpendSource } from './counters.js';
+import { encodeLedgerRecord, ledgerStreamKey, LedgerStream } from './ledger-stream.js';
 import {
   DEFAULT_RESERVATION_TTL_MS,
   WINDOW_MS,
   checkAdmissionInput,
   checkNanos,
   newReservationId,
+  settledMarkerTtlMs,
   toAdmission,
   type AdmissionStatus,
   type Decision,
@@ -20,7 +22,8 @@ import { periodBoundsMs, periodStart } from './period.js';
 // caller's `now` rather than Redis TIME (see the header of admit.lua), like the memory counters.
 //
 // Keys per API key share the hash tag {keyId}, so each script touches a single cluster slot:
-//   <keyPrefix>{<keyId>}:revoked | :win | :res | :state | :spend
+//   <keyPrefix>{<keyId>}:revoked | :win | :res | :state | :spend | :settled:<ledgerId>
+// plus one ledger stream for the deployment, <keyPrefix>ledger (see ledger-stream.ts).
 //
 // The caller owns the ioredis connection: close() stops this instance, and the caller quits the
 // connection (it may be shared with other users).
@@ -57,6 +60,8 @@ export function createRedisCounters(options: {
   if (!Number.isSafeInteger(ttlMs) || ttlMs <= 0) throw new RangeError('counters: reservationTtlMs must be a positive integer');
   // Window, holds and state must outlive both the window and the longest reservation.
   const stateTtlMs = Math.max(WINDOW_MS, ttlMs) + WINDOW_MS;
+  const markerTtlMs = settledMarkerTtlMs(ttlMs);
+  const stream = new LedgerStream(redis, ledgerStreamKey(keyPrefix));
   // Concurrent admissions on this instance share one ledger read per key and period.
   const seeding = new Map<string, Promise<number>>();
   let closed = false;
@@ -116,8 +121,11 @@ export function createRedisCounters(options: {
     const k = `${input.keyId}\u0000${input.limits.budgetPeriod}\u0000${since}`;
     let p = seeding.get(k);
     if (!p) {
-      p = spendSource(input.keyId, since)
-        .then((n) => checkNanos('SpendSource result', n))
+      // Records still in the ledger stream are spend the store does not show yet (stream first:
+      // see LedgerStream.pendingNanos).
+      p = stream
+        .pendingNanos(input.keyId, since)
+        .then(async (pending) => pending + checkNanos('SpendSource result', await spendSource(input.keyId, since)))
         .finally(() => seeding.delete(k));
       seeding.set(k, p);
     }
@@ -140,25 +148,39 @@ export function createRedisCounters(options: {
       return toAdmission(input.limits, d, reservationId);
     },
 
-    async settle(s: Settlement): Promise<void> {
+    async settle(s: Settlement): Promise<SettleReceipt> {
       if (closed) throw new Error('counters: closed');
       checkNanos('costNanos', s.costNanos);
       if (!Number.isSafeInteger(s.tokens) || s.tokens < 0) throw new RangeError(`counters: tokens must be a non-negative integer, got ${s.tokens}`);
       const k = keysFor(s.keyId);
       const { start, end } = periodBoundsMs(s.budgetPeriod, s.now);
-      await run(SETTLE, [k.res, k.state, k.win, k.spend], [
+      const settledKey = `${keyPrefix}{${s.keyId}}:settled:${s.ledger?.id ?? ''}`;
+      const reply = await run(SETTLE, [k.res, k.state, k.win, k.spend, settledKey, stream.key], [
         s.reservationId,
         s.costNanos,
         s.tokens,
         s.budgetPeriod,
         start,
         spendTtlMs(end, s.now),
+        s.ledger ? encodeLedgerRecord(s.ledger) : '',
+        markerTtlMs,
       ]);
+      if (!Array.isArray(reply) || reply.length !== 3) throw new Error(`counters: unexpected settle reply ${JSON.stringify(reply)}`);
+      const [, applied, streamId] = reply as [number, number, string];
+      return applied === 1 ? (streamId ? { applied: true, streamId } : { applied: true }) : { applied: false };
     },
 
     async revoke(keyId) {
       // No TTL: a revocation must never lapse.
       await redis.set(keysFor(keyId).revoked, '1');
+    },
+
+    async forgetLedgerRecord(streamId) {
+      await stream.remove([streamId]);
+    },
+
+    async isRevoked(keyId) {
+      return (await redis.exists(keysFor(keyId).revoked)) === 1;
     },
 
     async reset(keyId) {

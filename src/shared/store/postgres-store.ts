@@ -122,6 +122,9 @@ export async function openPostgresStore(databaseUrl: string, options: PostgresSt
   const pool = new pg.Pool({
     connectionString: databaseUrl,
     max: options.max ?? 10,
+    // An unreachable database fails requests within seconds (503) instead of holding them.
+    connectionTimeoutMillis: 3000,
+    keepAlive: true,
     // Set per connection by the server at start-up, so no query ever runs on the wrong schema.
     options: schema ? `-c search_path=${schema}` : undefined,
   });

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { GatewayConfig } from '../config.js';
 import type { ScaleOutSettings } from '../deployment.js';
 import type { CompletionJob } from '../job.js';
+import type { LostJob } from './lost-job-tracker.js';
 import { RedisIngressTransport } from './redis-transport.js';
 import { RedisWorkerTransport } from './redis-worker-transport.js';
 
@@ -15,6 +16,7 @@ export function createRedisIngressTransport(
   config: GatewayConfig,
   logger: Logger,
   onKeyChange: (publicId: string | undefined) => void,
+  onWorkerLost?: (lost: LostJob) => void,
 ): RedisIngressTransport {
   return new RedisIngressTransport({
     redisUrl,
@@ -24,6 +26,7 @@ export function createRedisIngressTransport(
     watchdog: { silenceMs: settings.workerSilenceMs, rerunWaitMs: settings.rerunWaitMs, queueWaitMs: settings.queueWaitMs },
     // null: changes may have been missed (a reconnect), so every cached record is dropped.
     onKeyChange: (publicId) => onKeyChange(publicId ?? undefined),
+    onWorkerLost,
   });
 }
 

@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import { GatewayError } from '../errors.js';
 import type { CompletionJob, JobEvent } from '../job.js';
 import { defaultWatchdogTimings, JobWatchdog, type WatchdogTimings } from './job-watchdog.js';
+import { LostJobTracker, type LostJob } from './lost-job-tracker.js';
 import { asUnavailable, openRedis, quitQuietly, RedisNames, waitUntilReady } from './redis-connections.js';
 import type { IngressTransport, JobEventListener } from './transport.js';
 
@@ -25,6 +26,8 @@ export interface RedisIngressOptions {
   watchdog?: Partial<WatchdogTimings>;
   /** A key changed through some ingress (`null`: changes may have been missed; drop every cached key). */
   onKeyChange?: (publicId: string | null) => void;
+  /** A job ended with `worker_lost` after its first token: bill what was delivered (lost-worker-settlement.ts). */
+  onWorkerLost?: (lost: LostJob) => void;
 }
 
 /** Cancelled flags outlive any job that could still be waiting in the queue. */
@@ -42,6 +45,7 @@ export class RedisIngressTransport implements IngressTransport {
   private queue?: Queue;
   private listener?: JobEventListener;
   private readonly watchdog: JobWatchdog;
+  private readonly lostJobs = new LostJobTracker();
   private closing = false;
   private subscribedOnce = false;
   // Queue depth: the last measured waiting count plus the jobs this process added since.
@@ -57,6 +61,7 @@ export class RedisIngressTransport implements IngressTransport {
     this.subscriber = openRedis(options.redisUrl, 'subscriber', `sb:${this.ingressId}:events`, options.logger);
     this.watchdog = new JobWatchdog({ ...defaultWatchdogTimings, ...options.watchdog }, (event) => {
       this.deliver(event);
+      this.billIfLost(event);
       this.cancel(event.jobId);
     });
   }
@@ -101,16 +106,20 @@ export class RedisIngressTransport implements IngressTransport {
         }
       }
       this.watchdog.watch(job.id);
+      if (this.options.onWorkerLost) this.lostJobs.track(job);
       this.adds += 1;
       await queue.add('completion', job, { jobId: job.id });
     } catch (error) {
       this.watchdog.forget(job.id);
+      this.lostJobs.forget(job.id);
       throw asUnavailable(error, 'queue this request');
     }
   }
 
   cancel(jobId: string): void {
     this.watchdog.forget(jobId);
+    // The client left: a live worker settles the job itself.
+    this.lostJobs.forget(jobId);
     // The flag stops a worker that has not taken the job yet; the broadcast stops the one running it.
     this.commands
       .pipeline()
@@ -191,8 +200,19 @@ export class RedisIngressTransport implements IngressTransport {
     for (const event of events) {
       this.watchdog.observe(event);
       this.deliver(event);
+      this.billIfLost(event);
     }
   };
+
+  private billIfLost(event: JobEvent): void {
+    const lost = this.lostJobs.observe(event);
+    if (!lost) return;
+    try {
+      this.options.onWorkerLost?.(lost);
+    } catch (error) {
+      this.options.logger?.error({ err: error, jobId: event.jobId }, 'could not bill a lost worker\'s stream');
+    }
+  }
 
   private deliver(event: JobEvent): void {
     try {

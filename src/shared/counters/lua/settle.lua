@@ -1,12 +1,17 @@
 --[[
   Settles one admitted request: releases its reservation and concurrency slot, corrects its
   tpm window entry to the tokens really used, and adds its real cost to the period's spend.
+  A final settlement (with a ledger record) happens at most once per ledger id, and appends the
+  record to the ledger stream in the same atomic step: the money Redis counts and the ledger that
+  PostgreSQL will hold can never disagree, whatever fails after this script.
 
   Input:
     KEYS[1] holds      zset: member reservationId, score expiry ms
     KEYS[2] state      hash: tok, rsv, r:<reservationId> = "<reservedNanos>|<tokens>"
     KEYS[3] window     zset: member "<reservationId>|<tokens>", score admission ms
     KEYS[4] spend      hash: t = period kind, p = period start ms, n = settled nano-USD
+    KEYS[5] settled    string, present once this ledger id was settled (TTL ARGV[8])
+    KEYS[6] ledger     stream: field e = the ledger record (JSON); read by ledger-stream-consumer.ts
 
     ARGV[1] reservationId
     ARGV[2] real cost, nano-USD
@@ -14,13 +19,25 @@
     ARGV[4] period kind at settlement
     ARGV[5] period start ms at settlement
     ARGV[6] TTL ms for spend
+    ARGV[7] the ledger record as JSON, '' for a release without one (a job that never ran)
+    ARGV[8] TTL ms of the settled marker
 
-  Output: 1 when the reservation was still held, 0 when it had expired (or was settled before).
+  Output: { held, applied, streamId }
+    held: 1 when the reservation was still held, 0 when it had expired (or was released before).
+    applied: 0 when this ledger id was settled before (nothing changed), else 1.
+    streamId: id of the appended ledger record, '' without one.
 
   Spend grows even when the reservation had expired: the money was really spent. When spend is
   held for another period (or not at all) it is left alone: the next admission seeds it from the
-  ledger, which has this cost once the worker recorded it.
+  ledger (plus this stream's pending records), which has this cost.
+
+  The ledger stream is one key for the deployment, outside the API key's hash slot: this script
+  needs a single Redis (or a cluster with the stream's slot co-located), as BullMQ does.
 ]]
+if ARGV[7] ~= '' then
+  if not redis.call('SET', KEYS[5], '1', 'NX', 'PX', ARGV[8]) then return { 0, 0, '' } end
+end
+
 local held = 0
 local f = 'r:' .. ARGV[1]
 local v = redis.call('HGET', KEYS[2], f)
@@ -45,4 +62,7 @@ if s[1] == ARGV[4] and s[2] == ARGV[5] then
   redis.call('HINCRBY', KEYS[4], 'n', ARGV[2])
   redis.call('PEXPIRE', KEYS[4], ARGV[6])
 end
-return held
+
+local id = ''
+if ARGV[7] ~= '' then id = redis.call('XADD', KEYS[6], '*', 'e', ARGV[7]) end
+return { held, 1, id }

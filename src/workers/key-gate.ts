@@ -1,0 +1,19 @@
+import type { Counters } from '../shared/counters/counters.js';
+import { describeError, GatewayError, invalidApiKey, type ErrorDescription } from '../shared/errors.js';
+import type { CompletionJob } from '../shared/job.js';
+
+// The one check, made just before a queued job starts, that its key may still spend: a key
+// revoked while its jobs waited in the queue must not reach a provider (nor be billed). Admission
+// checked the same at enqueue time; a backlog can be seconds old. Key expiry joins here when keys
+// get one. One Redis read (EXISTS) when scaled out, a Set lookup in the embedded default.
+
+export async function keyRefusal(counters: Counters, job: CompletionJob): Promise<ErrorDescription | null> {
+  let revoked: boolean;
+  try {
+    revoked = await counters.isRevoked(job.keyId);
+  } catch {
+    // Cannot tell: refuse rather than risk running (and billing) a revoked key's job.
+    return describeError(new GatewayError('service_unavailable', 'The gateway could not check this key before running the request; try again shortly.', { retryAfterSeconds: 1 }));
+  }
+  return revoked ? describeError(invalidApiKey()) : null;
+}
