@@ -7,7 +7,7 @@ import { createMemoryCounters } from './counters/memory-counters.js';
 import { createRedisCounters } from './counters/redis-counters.js';
 import { openPostgresStore } from './store/postgres-store.js';
 import { openSqliteStore } from './store/sqlite-store.js';
-import type { CompletionJob } from './job.js';
+import type { QueuedJob } from './job.js';
 import type { Store } from './store/store.js';
 import { InProcessTransport } from './transport/in-process-transport.js';
 import { asUnavailable, openRedis, quitQuietly, RedisNames, waitUntilReady } from './transport/redis-connections.js';
@@ -120,7 +120,7 @@ export interface JoinedParts {
  * ingress and one worker of a scaled-out deployment (BullMQ + pub/sub, Redis counters), so it can
  * run beside `web` and `worker` processes, or as several copies behind a load balancer.
  */
-export async function openJoinedParts(config: GatewayConfig, environment: NodeJS.ProcessEnv, store: Store, logger: Logger, onDropped: (job: CompletionJob) => Promise<void>): Promise<JoinedParts> {
+export async function openJoinedParts(config: GatewayConfig, environment: NodeJS.ProcessEnv, store: Store, logger: Logger, onDropped: (job: QueuedJob) => Promise<void>): Promise<JoinedParts> {
   let keyListener: (publicId: string | undefined) => void = () => undefined;
   if (!config.redisUrl) {
     const transport = new InProcessTransport({ maxQueued: config.maxQueuedJobs, onDropped });

@@ -34,7 +34,7 @@ function ledgerStatus(outcome: ChainOutcome, cancelled: boolean): number {
   return outcome.error ? outcome.error.status : 200;
 }
 
-export function createCompletionHandler(dependencies: CompletionWorkerDependencies): JobHandler {
+export function createCompletionHandler(dependencies: CompletionWorkerDependencies): JobHandler<CompletionJob> {
   const { catalog, client, store, counters, logger, workerId } = dependencies;
   // One per worker process: every job it runs learns from, and steers by, the same deployment health.
   const health = new DeploymentHealth({ logger });

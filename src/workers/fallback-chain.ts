@@ -16,13 +16,19 @@ import { runAttempt, type AttemptResult } from './target-attempt.js';
 // may not share (rate limits, server errors, connection failures, time-outs, refused credentials,
 // an unknown upstream model) and only while nothing has reached the client.
 
-export interface ChainOutcome {
+export interface ChainOutcome<R extends ChainAttemptResult = AttemptResult> {
   attempts: AttemptRecord[];
   /** The target whose output the client received (and that is billed), priced as the deployment that served it. */
   servedModel?: ModelEntry;
-  result?: AttemptResult;
+  result?: R;
   error?: GatewayError;
 }
+
+/** What the chain needs to know of one call, whatever the job's kind (completion or embeddings). */
+export type ChainAttemptResult = { ok: true; latencyMs: number } | { ok: false; failure: UpstreamFailure; started: boolean; gatewayError?: GatewayError };
+
+/** One call of one deployment of a target; the job's kind decides what is called and how. */
+export type ChainAttempt<R extends ChainAttemptResult> = (target: { model: ModelEntry; deployment: ModelDeployment; provider: ProviderConfig }) => Promise<R>;
 
 export interface ChainRouting {
   /** The worker process's deployment health; shared by every job it runs. */
@@ -73,7 +79,16 @@ function servedAs(model: ModelEntry, deployment: ModelDeployment): ModelEntry {
   return { ...model, provider: deployment.provider, upstreamModel: deployment.upstreamModel, pricing: deployment.pricing };
 }
 
-export async function runFallbackChain(job: CompletionJob, control: JobControl, catalog: Catalog, client: ProviderClient, routing: ChainRouting): Promise<ChainOutcome> {
+export function runFallbackChain(job: CompletionJob, control: JobControl, catalog: Catalog, client: ProviderClient, routing: ChainRouting): Promise<ChainOutcome> {
+  return runTargetChain(job.targets, control, catalog, routing, ({ model, deployment, provider }) => {
+    const adapter = adapterFor(provider.api);
+    const input = { request: job.request, stream: job.stream, model, deployment, provider, adapter, client, control };
+    return needsFanOut(job.request, adapter) ? runFanOut(input) : runAttempt(input);
+  });
+}
+
+/** The chain itself, for any kind of job: `attempt` makes one call of one deployment. */
+export async function runTargetChain<R extends ChainAttemptResult>(targets: string[], control: JobControl, catalog: Catalog, routing: ChainRouting, attempt: ChainAttempt<R>): Promise<ChainOutcome<R>> {
   const { health } = routing;
   const attempts: AttemptRecord[] = [];
   let lastFailure: UpstreamFailure | undefined;
@@ -83,7 +98,7 @@ export async function runFallbackChain(job: CompletionJob, control: JobControl, 
     if (failure.retryAfterSeconds !== undefined) shortestRetryAfter = Math.min(shortestRetryAfter ?? Infinity, failure.retryAfterSeconds);
   };
 
-  for (const [position, modelId] of job.targets.entries()) {
+  for (const [position, modelId] of targets.entries()) {
     if (control.signal.aborted) break;
     const model = catalog.models.get(modelId);
     if (!model) {
@@ -98,7 +113,7 @@ export async function runFallbackChain(job: CompletionJob, control: JobControl, 
     }
     // Cooling deployments are skipped while a later target could answer instead; on the last one
     // they are still tried, because a refusal of our own would only turn a possible answer into an error.
-    const laterTargetCanServe = job.targets.slice(position + 1).some((id) => {
+    const laterTargetCanServe = targets.slice(position + 1).some((id) => {
       const later = catalog.models.get(id);
       return later !== undefined && usableDeployments(catalog, later).length > 0;
     });
@@ -120,13 +135,11 @@ export async function runFallbackChain(job: CompletionJob, control: JobControl, 
       const { deployment } = pick;
       tried.add(deployment.id);
       const provider = catalog.providers.get(deployment.provider)!;
-      const adapter = adapterFor(provider.api);
       const startedAt = performance.now();
-      let result: AttemptResult | undefined;
+      let result: R | undefined;
       let verdict: AttemptVerdict | undefined;
       try {
-        const input = { request: job.request, stream: job.stream, model, deployment, provider, adapter, client, control };
-        result = needsFanOut(job.request, adapter) ? await runFanOut(input) : await runAttempt(input);
+        result = await attempt({ model, deployment, provider });
         verdict = result.ok ? { kind: 'success', latencyMs: result.latencyMs } : { kind: 'failure', failure: result.failure };
       } finally {
         // Always reported, so a probe that ended in an exception does not hold the deployment forever.

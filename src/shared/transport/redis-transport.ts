@@ -3,7 +3,7 @@ import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { GatewayError } from '../errors.js';
-import type { CompletionJob, JobEvent } from '../job.js';
+import type { QueuedJob, JobEvent } from '../job.js';
 import { defaultWatchdogTimings, JobWatchdog, type WatchdogTimings } from './job-watchdog.js';
 import { asUnavailable, openRedis, quitQuietly, RedisNames, waitUntilReady } from './redis-connections.js';
 import type { IngressTransport, JobEventListener } from './transport.js';
@@ -88,7 +88,7 @@ export class RedisIngressTransport implements IngressTransport {
     this.watchdog.start();
   }
 
-  async enqueue(job: CompletionJob): Promise<void> {
+  async enqueue(job: QueuedJob): Promise<void> {
     const queue = this.queue;
     if (!queue || this.closing) throw new GatewayError('service_unavailable', 'The gateway is shutting down.');
     try {

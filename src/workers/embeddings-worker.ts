@@ -1,0 +1,67 @@
+import type { Logger } from 'pino';
+import type { Catalog } from '../shared/catalog/catalog-types.js';
+import type { Counters } from '../shared/counters/counters.js';
+import { inEncoding } from '../shared/embeddings/embedding-encoding.js';
+import { countEmbeddingTokens } from '../shared/embeddings/embeddings-tokens.js';
+import { describeError } from '../shared/errors.js';
+import type { EmbeddingsJob } from '../shared/job.js';
+import type { Store } from '../shared/store/store.js';
+import type { JobControl, JobHandler } from '../shared/transport/transport.js';
+import { makeUsage } from '../shared/usage.js';
+import { DeploymentHealth } from './deployment-health.js';
+import { runEmbeddingsAttempt, type EmbeddingsAttemptResult } from './embeddings-attempt.js';
+import { settleEmbeddingsJob } from './embeddings-settlement.js';
+import { runTargetChain, type ChainOutcome } from './fallback-chain.js';
+import type { ProviderClient } from './provider-client.js';
+
+// Runs embeddings jobs: the same fallback chain and deployment health rules as completions, one
+// non-streamed call per attempt, then settlement and one `completed` event carrying the vectors
+// in the encoding the client asked for (converted here when the provider answered otherwise).
+
+export interface EmbeddingsWorkerDependencies {
+  catalog: Catalog;
+  client: ProviderClient;
+  store: Store;
+  counters: Counters;
+  logger: Logger;
+  workerId: string;
+}
+
+export function createEmbeddingsHandler(dependencies: EmbeddingsWorkerDependencies): JobHandler<EmbeddingsJob> {
+  const { catalog, client, logger, workerId } = dependencies;
+  const health = new DeploymentHealth({ logger });
+
+  return async (job: EmbeddingsJob, control: JobControl) => {
+    control.publish({ type: 'accepted', worker: workerId });
+    let outcome: ChainOutcome<EmbeddingsAttemptResult>;
+    try {
+      outcome = await runTargetChain(job.targets, control, catalog, { health }, ({ deployment, provider }) =>
+        runEmbeddingsAttempt({ request: job.request, deployment, provider, client, signal: control.signal }),
+      );
+    } catch (error) {
+      logger.error({ err: error, jobId: job.id }, 'embeddings job crashed');
+      control.publish({ type: 'failed', error: { code: 'internal_error', message: 'The gateway failed while running this request.' }, started: false });
+      await settleEmbeddingsJob(dependencies, job, { attempts: [] }, undefined, 500);
+      return;
+    }
+    const result = outcome.result?.ok ? outcome.result : undefined;
+    const cancelled = control.signal.aborted && !outcome.error;
+    // Provider usage when reported; otherwise the gateway's count, marked estimated (never zero).
+    const usage = result && outcome.servedModel ? (result.promptTokens !== undefined ? makeUsage(result.promptTokens, 0) : makeUsage(countEmbeddingTokens(job.request), 0, true)) : undefined;
+    const status = cancelled ? 499 : outcome.error ? outcome.error.status : 200;
+    // The ledger is written before the answer so that spend is visible once the client has it.
+    await settleEmbeddingsJob(dependencies, job, outcome, usage, status);
+
+    if (outcome.error) {
+      control.publish({ type: 'failed', error: describeError(outcome.error), started: false });
+    } else if (result && usage && outcome.servedModel) {
+      const embeddings = result.embeddings.map((embedding) => inEncoding(embedding, job.request.encodingFormat));
+      control.publish({ type: 'completed', model: outcome.servedModel.id, choices: [], usage, embeddings });
+    }
+    await control.flush();
+    logger.info(
+      { jobId: job.id, keyId: job.keyId, kind: 'embeddings', model: job.targets[0], served: outcome.servedModel?.id, inputs: job.request.inputs.length, attempts: outcome.attempts.map((attempt) => `${attempt.model}${attempt.deployment ? `@${attempt.deployment}` : ''}:${attempt.outcome}`), cancelled },
+      'embeddings finished',
+    );
+  };
+}
