@@ -12,10 +12,11 @@ import { replyError, replyJson, type ReplyState } from './http-reply.js';
 import { replyRendered } from './pipeline/surface-reply.js';
 import { JobRouter } from './job-router.js';
 import { KeyDirectory } from './key-directory.js';
-import { modelsListBody } from './models-route.js';
+import { modelBody, modelsListBody } from './models-route.js';
 import { createSurfaceHandler } from './pipeline/request-pipeline.js';
 import { createSurfaceJsonRoute } from './pipeline/surface-json-route.js';
 import { chatCompletionsSurface } from './surfaces/chat-completions/chat-surface.js';
+import { createEmbeddingsHandler } from './surfaces/embeddings/embeddings-route.js';
 import { countMessageTokens } from './surfaces/messages/count-tokens.js';
 import { renderMessagesError } from './surfaces/messages/messages-errors.js';
 import { messagesSurface } from './surfaces/messages/messages-surface.js';
@@ -85,10 +86,13 @@ export async function startIngress(options: IngressOptions): Promise<RunningIngr
     await authenticate(keys, authorization);
     return [200, modelsBody];
   }));
-  app.get('/v1/models/*', simple(async (_state, authorization) => {
-    await authenticate(keys, authorization);
-    throw new GatewayError('not_found', 'Look models up in the list at GET /v1/models.');
-  }));
+  app.get('/v1/models/*', (res, req) => {
+    const url = req.getUrl();
+    simple(async (_state, authorization) => {
+      await authenticate(keys, authorization);
+      return [200, modelBody(options.catalog, url)];
+    })(res, req);
+  });
   const pipeline = {
     catalog: options.catalog,
     counters: options.counters,
@@ -105,6 +109,10 @@ export async function startIngress(options: IngressOptions): Promise<RunningIngr
   app.any('/v1/chat/completions', simple(async () => {
     throw new GatewayError('method_not_allowed', 'Use POST for /v1/chat/completions.');
   }));
+  app.post('/v1/embeddings', createEmbeddingsHandler(pipeline));
+  app.any('/v1/embeddings', simple(async () => {
+    throw new GatewayError('method_not_allowed', 'Use POST for /v1/embeddings.');
+  }));
   app.post('/v1/messages', createSurfaceHandler(messagesSurface, pipeline));
   app.post('/v1/messages/count_tokens', createSurfaceJsonRoute(messagesSurface, pipeline, (body, headers) => countMessageTokens(options.catalog, body, headers)));
   for (const path of ['/v1/messages', '/v1/messages/count_tokens']) {
@@ -117,7 +125,7 @@ export async function startIngress(options: IngressOptions): Promise<RunningIngr
   registerAdminRoutes(app, admin, options.maxBodyBytes);
   options.extend?.(app, { admin, catalog: options.catalog, maxBodyBytes: options.maxBodyBytes });
   app.any('/*', simple(async () => {
-    throw new GatewayError('not_found', 'Unknown path. The API lives under /v1 (POST /v1/chat/completions, GET /v1/models).');
+    throw new GatewayError('not_found', 'Unknown path. The API lives under /v1 (POST /v1/chat/completions, POST /v1/embeddings, GET /v1/models).');
   }));
 
   const listenSocket = await new Promise<us_listen_socket>((resolve, reject) => {
