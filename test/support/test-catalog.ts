@@ -1,3 +1,5 @@
+import { embeddingModelLines, embeddingProviderLines } from './embeddings-catalog.js';
+
 // A catalog whose providers are the test doubles. Prices are round numbers so tests can compute
 // exact costs; time-outs are short so hang cases finish quickly.
 
@@ -57,7 +59,7 @@ export function testCatalogYaml(options: TestCatalogOptions): string {
   }
   if (options.anthropicUrl) lines.push('  anthropic-double:', '    api: anthropic', `    base_url: ${options.anthropicUrl}`, '    api_key: test-anthropic-key', timeouts, noCooldown);
   if (options.geminiUrl) lines.push('  gemini-double:', '    api: gemini', `    base_url: ${options.geminiUrl}`, '    api_key: test-gemini-key', timeouts, noCooldown);
-  lines.push('models:');
+  lines.push(...embeddingProviderLines(options), 'models:', ...embeddingModelLines(options));
   const model = (id: string, provider: string, upstream: string, prices: [number, number]) =>
     lines.push(
       `  - id: svc/${id}`,

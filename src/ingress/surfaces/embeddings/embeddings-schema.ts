@@ -24,10 +24,12 @@ const schema = z
   })
   .strict();
 
-function issueToError(issue: z.ZodIssue): GatewayError {
+function issueToError(issue: z.ZodIssue, body: Record<string, unknown>): GatewayError {
   const param = issue.path.length > 0 ? issue.path.join('.') : null;
+  // A top-level field that is absent (a union reports it as a failed union, not as undefined).
+  const absent = issue.path.length === 1 && body[issue.path[0]!] === undefined;
+  if (absent && issue.code !== 'unrecognized_keys') return new GatewayError('missing_required_parameter', `Missing required parameter: '${param}'.`, { param });
   if (issue.code === 'unrecognized_keys') return new GatewayError('unknown_parameter', `Unrecognized request argument supplied: ${issue.keys.join(', ')}`, { param: issue.keys[0] ?? null });
-  if (issue.code === 'invalid_type' && issue.received === 'undefined') return new GatewayError('missing_required_parameter', `Missing required parameter: '${param}'.`, { param });
   if (issue.code === 'invalid_union' && param === 'input') {
     return new GatewayError('invalid_value', "Invalid value for 'input': send a non-empty string, an array of up to 2048 non-empty strings, an array of token ids, or an array of such arrays.", { param });
   }
@@ -37,7 +39,7 @@ function issueToError(issue: z.ZodIssue): GatewayError {
 export function parseEmbeddingsRequest(body: unknown): EmbeddingsRequest {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new GatewayError('invalid_value', 'The request body must be a JSON object.');
   const parsed = schema.safeParse(body);
-  if (!parsed.success) throw issueToError(parsed.error.issues[0]!);
+  if (!parsed.success) throw issueToError(parsed.error.issues[0]!, body as Record<string, unknown>);
   const { model, input, fallbacks, dimensions, encoding_format: encodingFormat, user } = parsed.data;
   // A lone string or token array is one input; anything else is already a list of inputs.
   const inputs = typeof input === 'string' || typeof input[0] === 'number' ? [input as string | number[]] : (input as string[] | number[][]);
