@@ -172,6 +172,23 @@ export function describeEmbeddings(kind: DeploymentKind): void {
     });
   });
 
+  describe('cancellation', () => {
+    it('cancels the upstream call within a second when the client disconnects, and bills nothing', async () => {
+      const key = await createKey(context.deployment, { name: 'embeddings cancel' });
+      context.openai.script('embed-alpha', { kind: 'hang' });
+      const controller = new AbortController();
+      const pending = client(key.key).embeddings.create({ model: 'svc/embed-alpha', input: 'slow' }, { signal: controller.signal }).catch((caught) => caught);
+      await eventually(() => expect(context.openai.requests).toHaveLength(1));
+      const abortedAt = Date.now();
+      controller.abort();
+      expect(await pending).toBeInstanceOf(OpenAI.APIUserAbortError);
+      await eventually(() => expect(context.openai.aborted.map((entry) => entry.model)).toContain('embed-alpha'), 2000);
+      expect(context.openai.aborted[0]!.at - abortedAt).toBeLessThan(1000);
+      const [entry] = await ledger(context, key.id);
+      expect(entry).toMatchObject({ servedModel: null, status: 499, costNanos: 0 });
+    });
+  });
+
   describe('admission', () => {
     it('refuses with 402 when the input could cost more than the budget left, without calling the provider', async () => {
       const key = await createKey(context.deployment, { name: 'tiny embeddings budget', budget_usd: 0.000001 });

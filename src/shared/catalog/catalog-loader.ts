@@ -95,7 +95,7 @@ function aliasesOf(file: CatalogFile, models: Map<string, ModelEntry>): Map<stri
       if (fallback === model.id || aliases.get(fallback) === model.id) throw new CatalogError(`Model ${model.id} names itself as a fallback.`);
       const target = models.get(fallback) ?? models.get(aliases.get(fallback) ?? '');
       const kind = model.kind ?? 'chat';
-      if (target && target.kind !== kind) throw new CatalogError(`Model ${model.id} (${kind}) names the fallback ${fallback}, which is a ${target.kind} model.`);
+      if (target && target.kind !== kind) throw new CatalogError(`Model ${model.id} (${kind}) names the fallback ${fallback}, which is ${target.kind === 'embeddings' ? 'an embeddings' : 'a chat'} model.`);
     }
   }
   return aliases;
