@@ -1,4 +1,4 @@
-import type { Embedding, EmbeddingsRequest } from './embeddings/embeddings-request.js';
+import type { EmbeddingsRequest } from './embeddings/embeddings-request.js';
 import type { ErrorDescription } from './errors.js';
 import type { InternalRequest } from './internal/request.js';
 import type { CompletionChoice, FinishDetail, FinishReason, ToolCallDelta } from './providers/provider-adapter.js';
@@ -78,8 +78,8 @@ export type JobEventBody =
       choices: CompletionChoice[];
       usage: Usage;
       systemFingerprint?: string;
-      /** Embeddings jobs (with no choices): one vector per input, in input order, encoded as the client asked. */
-      embeddings?: Embedding[];
+      /** Embeddings jobs (with no choices): one vector per input, in input order, as base64 float32. */
+      embeddings?: string[];
     }
   /** Failure; `started` tells whether content already reached the client. */
   | { type: 'failed'; error: ErrorDescription; started: boolean }

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { Catalog } from '../shared/catalog/catalog-types.js';
 import type { Counters } from '../shared/counters/counters.js';
-import { inEncoding } from '../shared/embeddings/embedding-encoding.js';
+import { toTransportForm } from '../shared/embeddings/embedding-encoding.js';
 import { countEmbeddingTokens } from '../shared/embeddings/embeddings-tokens.js';
 import { describeError } from '../shared/errors.js';
 import type { EmbeddingsJob } from '../shared/job.js';
@@ -16,7 +16,7 @@ import type { ProviderClient } from './provider-client.js';
 
 // Runs embeddings jobs: the same fallback chain and deployment health rules as completions, one
 // non-streamed call per attempt, then settlement and one `completed` event carrying the vectors
-// in the encoding the client asked for (converted here when the provider answered otherwise).
+// in base64 (see embedding-encoding.ts); the ingress renders them as the client asked.
 
 export interface EmbeddingsWorkerDependencies {
   catalog: Catalog;
@@ -55,7 +55,7 @@ export function createEmbeddingsHandler(dependencies: EmbeddingsWorkerDependenci
     if (outcome.error) {
       control.publish({ type: 'failed', error: describeError(outcome.error), started: false });
     } else if (result && usage && outcome.servedModel) {
-      const embeddings = result.embeddings.map((embedding) => inEncoding(embedding, job.request.encodingFormat));
+      const embeddings = result.embeddings.map(toTransportForm);
       control.publish({ type: 'completed', model: outcome.servedModel.id, choices: [], usage, embeddings });
     }
     await control.flush();

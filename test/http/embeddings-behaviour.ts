@@ -38,6 +38,9 @@ function useEmbeddingsGateway(kind: DeploymentKind): EmbeddingsContext {
   return context;
 }
 
+/** Floats as a client reads them back into float32 (the precision embedding models have). */
+const float32 = (values: number[]) => values.map((value) => Math.fround(value));
+
 /** Nano-USD the test catalog charges for `tokens` input tokens of svc/<name>. */
 const price = (name: string, tokens: number) => Math.round(tokens * embeddingPrices[name]! * 1000);
 
@@ -58,7 +61,8 @@ export function describeEmbeddings(kind: DeploymentKind): void {
       const response = await client().embeddings.create({ model: 'svc/embed-alpha', input: 'The quick brown fox', encoding_format: 'float' });
       expect(response.object).toBe('list');
       expect(response.model).toBe('svc/embed-alpha');
-      expect(response.data).toEqual([{ object: 'embedding', index: 0, embedding: fakeEmbedding('embed-alpha', 'The quick brown fox', 8) }]);
+      expect(response.data).toEqual([{ object: 'embedding', index: 0, embedding: expect.any(Array) }]);
+      expect(float32(response.data[0]!.embedding)).toEqual(fakeEmbedding('embed-alpha', 'The quick brown fox', 8));
       expect(response.usage).toEqual({ prompt_tokens: 5, total_tokens: 5 });
       expect(context.openai.requests[0]!.body).toEqual({ model: 'embed-alpha', input: ['The quick brown fox'], encoding_format: 'float' });
     });
@@ -80,7 +84,7 @@ export function describeEmbeddings(kind: DeploymentKind): void {
     it('passes dimensions, token-array inputs and user upstream', async () => {
       const response = await client().embeddings.create({ model: 'svc/embed-alpha', input: [[1, 2, 3], [4, 5]], dimensions: 4, user: 'user-7', encoding_format: 'float' });
       expect(context.openai.requests[0]!.body).toEqual({ model: 'embed-alpha', input: [[1, 2, 3], [4, 5]], dimensions: 4, user: 'user-7', encoding_format: 'float' });
-      expect(response.data.map((entry) => entry.embedding)).toEqual([fakeEmbedding('embed-alpha', [1, 2, 3], 4), fakeEmbedding('embed-alpha', [4, 5], 4)]);
+      expect(response.data.map((entry) => float32(entry.embedding))).toEqual([fakeEmbedding('embed-alpha', [1, 2, 3], 4), fakeEmbedding('embed-alpha', [4, 5], 4)]);
       expect(response.usage.prompt_tokens).toBe(5);
     });
 
@@ -99,6 +103,12 @@ export function describeEmbeddings(kind: DeploymentKind): void {
       expect(entry.costNanos).toBe(price('embed-gemini', response.usage.prompt_tokens));
     });
 
+    it('answers a Gemini single input as floats when floats are asked for', async () => {
+      const response = await client().embeddings.create({ model: 'svc/embed-gemini', input: 'one text', encoding_format: 'float' });
+      expect(response.data).toHaveLength(1);
+      expect(float32(response.data[0]!.embedding)).toEqual(fakeEmbedding('embed-gemini', 'one text', 8));
+    });
+
     it('refuses token arrays for a Gemini model with a 400 and no upstream call', async () => {
       const error = await client().embeddings.create({ model: 'svc/embed-gemini', input: [[1, 2]] }).catch((caught) => caught);
       expect(error).toBeInstanceOf(OpenAI.BadRequestError);
@@ -108,7 +118,7 @@ export function describeEmbeddings(kind: DeploymentKind): void {
 
     it('serves Azure deployments on their deployment route with the api-key header', async () => {
       const response = await client().embeddings.create({ model: 'svc/embed-azure', input: 'azure text', encoding_format: 'float' });
-      expect(response.data[0]!.embedding).toEqual(fakeEmbedding('embed-azure', 'azure text', 8));
+      expect(float32(response.data[0]!.embedding)).toEqual(fakeEmbedding('embed-azure', 'azure text', 8));
       const [upstream] = context.openai.requests;
       expect(upstream!.model).toBe('embed-azure');
       expect(upstream!.headers['api-key']).toBe(testUpstreamKey);
@@ -145,7 +155,7 @@ export function describeEmbeddings(kind: DeploymentKind): void {
       context.openai.script('embed-chained', { kind: 'error', status: 500 });
       const response = await client().embeddings.create({ model: 'svc/embed-chained', input: 'chained', encoding_format: 'float' });
       expect(response.model).toBe('svc/embed-beta');
-      expect(response.data[0]!.embedding).toEqual(fakeEmbedding('embed-beta', 'chained', 8));
+      expect(float32(response.data[0]!.embedding)).toEqual(fakeEmbedding('embed-beta', 'chained', 8));
     });
 
     it('falls back across wire formats (a Gemini 503 to an OpenAI-format model)', async () => {

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
+import { inClientEncoding } from '../../../shared/embeddings/embedding-encoding.js';
 import { errorFromDescription, GatewayError } from '../../../shared/errors.js';
 import type { EmbeddingsJob } from '../../../shared/job.js';
 import { authenticate } from '../../authenticate.js';
@@ -28,7 +29,10 @@ export function createEmbeddingsHandler(dependencies: PipelineDependencies) {
     const admitted = await admitEmbeddings(counters, key, request, targets, state.requestId);
     state.extraHeaders = admitted.headers;
     const release = () => counters.settle({ keyId: key.id, reservationId: admitted.reservationId, costNanos: 0, tokens: 0, budgetPeriod: key.budgetPeriod, now: Date.now() });
-    if (state.aborted) return void (await release());
+    if (state.aborted) {
+      await release();
+      return;
+    }
     const job: EmbeddingsJob = {
       kind: 'embeddings',
       id: state.requestId,
@@ -50,7 +54,8 @@ export function createEmbeddingsHandler(dependencies: PipelineDependencies) {
       onEvent(event) {
         if (event.type === 'completed') {
           finish();
-          replyJson(res, state, 200, embeddingsBody(event.model, event.embeddings ?? [], event.usage));
+          const embeddings = (event.embeddings ?? []).map((embedding) => inClientEncoding(embedding, request.encodingFormat));
+          replyJson(res, state, 200, embeddingsBody(event.model, embeddings, event.usage));
         } else if (event.type === 'failed') {
           finish();
           replyError(res, state, errorFromDescription(event.error));
