@@ -1,3 +1,5 @@
+import { createOpenAI } from '@ai-sdk/openai';
+import { embedMany } from 'ai';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { fakeEmbedding, fakeInputTokens, float32Base64 } from '../doubles/embedding-vectors.js';
@@ -123,6 +125,15 @@ export function describeEmbeddings(kind: DeploymentKind): void {
       expect(upstream!.model).toBe('embed-azure');
       expect(upstream!.headers['api-key']).toBe(testUpstreamKey);
       expect(upstream!.headers.authorization).toBeUndefined();
+    });
+
+    it("serves the Vercel AI SDK's embedMany (floats, dimensions)", async () => {
+      const provider = createOpenAI({ baseURL: `${context.deployment.url()}/v1`, apiKey: context.key.key });
+      const values = ['sunny day', 'rainy night'];
+      const result = await embedMany({ model: provider.embedding('svc/embed-alpha'), values, dimensions: 5, maxRetries: 0 });
+      expect(context.openai.requests[0]!.body).toMatchObject({ model: 'embed-alpha', input: values, encoding_format: 'float', dimensions: 5 });
+      expect(result.embeddings.map(float32)).toEqual(values.map((value) => fakeEmbedding('embed-alpha', value, 5)));
+      expect(result.usage.tokens).toBe(fakeInputTokens(values));
     });
 
     it('answers to a catalog alias', async () => {

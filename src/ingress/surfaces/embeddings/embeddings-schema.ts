@@ -18,8 +18,9 @@ const schema = z
     model: modelId,
     input: z.union([text, many(text), tokens, many(tokens)]),
     fallbacks: z.array(modelId).max(embeddingLimits.maxFallbacks, `At most ${embeddingLimits.maxFallbacks} fallbacks are allowed.`).optional(),
-    dimensions: z.number().int().min(1).max(embeddingLimits.maxDimensions).optional(),
-    encoding_format: z.enum(['float', 'base64']).optional(),
+    // Some clients send null for "not set".
+    dimensions: z.number().int().min(1).max(embeddingLimits.maxDimensions).nullable().optional(),
+    encoding_format: z.enum(['float', 'base64']).nullable().optional(),
     user: z.string().max(256).optional(),
   })
   .strict();
@@ -45,7 +46,7 @@ export function parseEmbeddingsRequest(body: unknown): EmbeddingsRequest {
   const inputs = typeof input === 'string' || typeof input[0] === 'number' ? [input as string | number[]] : (input as string[] | number[][]);
   const request: EmbeddingsRequest = { model, inputs, encodingFormat: encodingFormat ?? 'float' };
   if (fallbacks !== undefined) request.fallbacks = fallbacks;
-  if (dimensions !== undefined) request.dimensions = dimensions;
+  if (dimensions != null) request.dimensions = dimensions;
   if (user !== undefined) request.user = user;
   return request;
 }
