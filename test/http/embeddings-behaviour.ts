@@ -145,7 +145,7 @@ export function describeEmbeddings(kind: DeploymentKind): void {
 
   describe('fallbacks and billing', () => {
     it('falls back on a 429 (body fallbacks) and bills only the model that answered: input tokens x its price', async () => {
-      const key = await createKey(context.deployment, { name: 'embeddings fallback' });
+      const key = await createKey(context.deployment, { name: 'embeddings fallback', budget_usd: 1 });
       context.openai.script('embed-alpha', { kind: 'error', status: 429, retryAfter: '2' });
       context.openai.script('embed-beta', { kind: 'embedding', promptTokens: 1234 });
       const response = await client(key.key).embeddings.create({ model: 'svc/embed-alpha', input: 'fall over', fallbacks: ['svc/embed-beta'] } as OpenAI.EmbeddingCreateParams);
@@ -160,6 +160,9 @@ export function describeEmbeddings(kind: DeploymentKind): void {
       ]);
       const usage = await adminRequest(context.deployment, 'GET', `/admin/v1/usage?key_id=${key.id}`);
       expect(usage.body.data).toEqual([{ requests: 1, prompt_tokens: 1234, completion_tokens: 0, cost_usd: price('embed-beta', 1234) / 1e9 }]);
+      // The budget's reservation was settled to the real cost.
+      const record = await adminRequest(context.deployment, 'GET', `/admin/v1/keys/${key.id}`);
+      expect(Math.round(record.body.spent_usd * 1e9)).toBe(price('embed-beta', 1234));
     });
 
     it("falls back on a 5xx through the model's catalog fallbacks", async () => {
