@@ -246,6 +246,13 @@ export function describeEmbeddings(kind: DeploymentKind): void {
       const chatting = await chat(context.deployment, context.key.key, { model: 'svc/embed-alpha', messages: hello });
       expect(chatting.status).toBe(400);
       expect((await chatting.json()).error).toMatchObject({ code: 'invalid_value', param: 'model', message: expect.stringMatching(/svc\/embed-alpha is an embeddings model; use it with POST \/v1\/embeddings/) });
+      const messages = await fetch(`${context.deployment.url()}/v1/messages`, {
+        method: 'POST',
+        headers: { 'x-api-key': context.key.key, 'anthropic-version': '2023-06-01', 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'svc/embed-alpha', max_tokens: 10, messages: hello }),
+      });
+      expect(messages.status).toBe(400);
+      expect(await messages.json()).toMatchObject({ type: 'error', error: { type: 'invalid_request_error', message: expect.stringContaining('is an embeddings model') } });
       const fallback = await chat(context.deployment, context.key.key, { model: 'svc/alpha', fallbacks: ['svc/embed-beta'], messages: hello });
       expect((await fallback.json()).error).toMatchObject({ code: 'invalid_value', param: 'fallbacks[0]' });
       expect(context.openai.requests).toHaveLength(0);
