@@ -10,7 +10,7 @@ import { createLogger } from './shared/logger.js';
 import { createLostWorkerBiller } from './shared/store/lost-worker-settlement.js';
 import { createUsageSettler } from './shared/store/usage-settler.js';
 import { prepareTokenCounter } from './shared/token-counter.js';
-import { createCompletionHandler } from './workers/completion-worker.js';
+import { createJobHandler } from './workers/job-dispatch.js';
 import { ProviderClient } from './workers/provider-client.js';
 
 // The embedded default: ingress and workers in one process, joined by the in-process transport,
@@ -51,7 +51,7 @@ export async function startEmbeddedGateway(options: EmbeddedOptions = {}): Promi
   const { counters } = transport;
   const client = new ProviderClient();
   const dashboard = new Dashboard({ port: dashboardPort(environment), host: config.host, logger });
-  await transport.worker.start(createCompletionHandler({ catalog, client, store, counters, logger, workerId: transport.worker.workerId }), { concurrency: config.workerConcurrency });
+  await transport.worker.start(createJobHandler({ catalog, client, store, counters, logger, workerId: transport.worker.workerId }), { concurrency: config.workerConcurrency });
   const ingress = await startIngress({
     port: config.port,
     host: config.host,

@@ -11,7 +11,7 @@ import { createLogger } from '../src/shared/logger.js';
 import { openPostgresStore } from '../src/shared/store/postgres-store.js';
 import { prepareTokenCounter } from '../src/shared/token-counter.js';
 import { InProcessTransport } from '../src/shared/transport/in-process-transport.js';
-import { createCompletionHandler } from '../src/workers/completion-worker.js';
+import { createJobHandler } from '../src/workers/job-dispatch.js';
 import { ProviderClient } from '../src/workers/provider-client.js';
 import { describeBudgetPeriods, describeBudgets } from './http/budget-behaviour.js';
 import { useGateway, type GatewayContext } from './http/gateway-context.js';
@@ -47,7 +47,7 @@ async function startSharedStateDeployment(openAiUrl: string): Promise<TestDeploy
     const counters = openRedisCounters(redis, settings, store);
     const transport = new InProcessTransport();
     const client = new ProviderClient();
-    await transport.worker.start(createCompletionHandler({ catalog, client, store, counters, logger, workerId: transport.workerId }), { concurrency: 64 });
+    await transport.worker.start(createJobHandler({ catalog, client, store, counters, logger, workerId: transport.workerId }), { concurrency: 64 });
     const ingress = await startIngress({
       port: 0,
       host: '127.0.0.1',

@@ -156,9 +156,11 @@ async function claude(args: string[], auth: 'api-key' | 'auth-token' = 'api-key'
   }, 60_000);
 });
 
-// Without a catalog file the gateway serves its default catalog. Claude Code out of the box sends
-// these names; each must resolve, or Claude Code stops at once with "There's an issue with the
-// selected model". count_tokens resolves the model without calling any provider.
+// Without a catalog file the gateway serves its default catalog. It answers to the names of the
+// Anthropic models it prices; Claude Code 2.1.197's newest defaults (claude-opus-4-8,
+// claude-sonnet-5) have no published price the catalog could bill, so they are refused with a 400
+// that says how to map them (ANTHROPIC_DEFAULT_*_MODEL or catalog aliases), never served unbilled or
+// by another model in disguise. count_tokens resolves the model without calling any provider.
 describe('the default catalog and the model names Claude Code 2.1.197 sends', () => {
   let gateway: Awaited<ReturnType<typeof startEmbeddedGateway>>;
   let dataDir: string;
@@ -176,16 +178,30 @@ describe('the default catalog and the model names Claude Code 2.1.197 sends', ()
     if (dataDir) rmSync(dataDir, { recursive: true, force: true });
   }, 30_000);
 
-  it.each([
-    ['its default and --model opus', 'claude-opus-4-8'],
-    ['--model sonnet', 'claude-sonnet-5'],
-    ['--model haiku', 'claude-haiku-4-5-20251001'],
-  ])('resolves the name sent by %s (%s)', async (_choice, model) => {
-    const response = await fetch(`${gateway.url}/v1/messages/count_tokens?beta=true`, {
+  const countTokens = (model: string) =>
+    fetch(`${gateway.url}/v1/messages/count_tokens?beta=true`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', 'x-api-key': serviceKey, 'anthropic-version': '2023-06-01' },
       body: JSON.stringify({ model, messages: [{ role: 'user', content: 'say hi' }] }),
     });
+
+  it.each([
+    ['--model haiku', 'claude-haiku-4-5-20251001'],
+    ['ANTHROPIC_DEFAULT_SONNET_MODEL=svc/claude-sonnet-4-5', 'svc/claude-sonnet-4-5'],
+    ['a dated Sonnet name', 'claude-sonnet-4-5-20250929'],
+  ])('resolves the name sent by %s (%s)', async (_choice, model) => {
+    const response = await countTokens(model);
     expect({ model, status: response.status, body: await response.json() }).toMatchObject({ model, status: 200, body: { input_tokens: expect.any(Number) } });
+  });
+
+  it.each([
+    ['its default and --model opus', 'claude-opus-4-8'],
+    ['--model sonnet', 'claude-sonnet-5'],
+  ])('refuses the unpriced name sent by %s (%s) with a 400 that says how to map it', async (_choice, model) => {
+    const response = await countTokens(model);
+    expect(response.status).toBe(400);
+    const body = await response.json();
+    expect(body).toMatchObject({ type: 'error', error: { type: 'invalid_request_error' } });
+    expect(body.error.message).toContain('aliases');
   });
 });

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startOpenAiProviderDouble, type OpenAiProviderDouble } from './doubles/openai-provider-double.js';
-import { adminRequest, chat, createKey, eventually, hello } from './support/api-client.js';
+import { adminRequest, chat, createKey, eventually, hello, ledgerView } from './support/api-client.js';
 import { startEmbeddedDeployment, type TestDeployment } from './support/gateway-harness.js';
 
 // The embedded default has a queue too (jobs wait for a free worker slot): a key revoked while
@@ -38,6 +38,6 @@ describe('embedded: revoking a key with a backlog', () => {
     const { body: ledger } = await adminRequest(deployment, 'GET', `/admin/v1/requests?key_id=${key.id}`);
     expect(ledger.data).toHaveLength(3);
     const { body: record } = await adminRequest(deployment, 'GET', `/admin/v1/keys/${key.id}`);
-    expect(Math.round(record.spent_usd * 1e9)).toBe(ledger.data.reduce((sum: number, row: { costNanos: number }) => sum + row.costNanos, 0));
+    expect(Math.round(record.spent_usd * 1e9)).toBe(ledger.data.map(ledgerView).reduce((sum: number, row: { costNanos: number }) => sum + row.costNanos, 0));
   });
 });

@@ -1,7 +1,7 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startOpenAiProviderDouble, type OpenAiProviderDouble } from './doubles/openai-provider-double.js';
-import { adminRequest, chat, createKey, eventually, hello, type CreatedKey } from './support/api-client.js';
+import { adminRequest, chat, createKey, eventually, hello, type CreatedKey, ledgerView, type LedgerView } from './support/api-client.js';
 import { DATABASE_URL, REDIS_URL, scaledOutAvailable, scaledOutSkipNotice, startScaledDeployment, type ScaledDeployment } from './support/scaled-harness.js';
 import { PrivateRedis } from './support/private-redis.js';
 import { StreamReader } from './support/stream-reader.js';
@@ -13,15 +13,7 @@ import { TcpRelay } from './support/tcp-relay.js';
 // whose worker is killed is billed by estimate, once; a key revoked with a backlog has none of
 // its queued jobs reach the provider.
 
-interface LedgerRow {
-  id: string;
-  costNanos: number;
-  status: number;
-  estimated: boolean;
-  servedModel: string | null;
-  completionTokens: number;
-  attempts: { outcome: string }[];
-}
+type LedgerRow = LedgerView;
 
 /** Durations the faults took, printed with SB_REPORT_TIMINGS=1 (the numbers in docs/scale-out.md). */
 const timings: Record<string, number> = {};
@@ -76,7 +68,7 @@ if (!scaledOutAvailable) {
     const ledgerOf = async (key: CreatedKey): Promise<LedgerRow[]> => {
       const { status, body } = await adminRequest(deployment, 'GET', `/admin/v1/requests?key_id=${key.id}&limit=1000`);
       expect(status).toBe(200);
-      return body.data as LedgerRow[];
+      return (body.data as Array<Record<string, unknown>>).map(ledgerView);
     };
     /** What the Redis counters hold as the key's spend of its (all-time) budget period, in nano-USD. */
     const redisSpend = async (key: CreatedKey): Promise<number> => Number(await redis.hget(`${deployment.prefix}:counters:{${key.id}}:spend`, 'n'));
@@ -314,7 +306,7 @@ if (!scaledOutAvailable) {
         expect(answered.filter((result) => !ids.has(result.id)).map((result) => result.id)).toEqual([]);
         return page;
       }, 20_000);
-      const ledgerNanos = (all.data as LedgerRow[]).reduce((sum, row) => sum + row.costNanos, 0);
+      const ledgerNanos = (all.data as Array<Record<string, unknown>>).map(ledgerView).reduce((sum, row) => sum + row.costNanos, 0);
       const redis = new Redis(redisServer.url);
       try {
         await eventually(async () => expect(Number(await redis.hget(`${deployment.prefix}:counters:{${key.id}}:spend`, 'n'))).toBe(ledgerNanos), 5000);

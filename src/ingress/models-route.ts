@@ -1,22 +1,46 @@
-import type { Catalog } from '../shared/catalog/catalog-types.js';
+import { findModel, type Catalog, type ModelEntry } from '../shared/catalog/catalog-types.js';
+import { GatewayError } from '../shared/errors.js';
 import { usdPerTokenString } from '../shared/pricing.js';
 
-/** The OpenAI list shape, plus context length and per-token prices as decimal strings (OpenRouter's convention). */
+/**
+ * One model in the OpenAI list shape, plus its kind (chat or embeddings), context length and
+ * per-token prices as decimal strings (OpenRouter's convention). Embedding models have no output.
+ */
+function modelObject(catalog: Catalog, model: ModelEntry): Record<string, unknown> {
+  const provider = catalog.providers.get(model.provider);
+  const chat = model.kind === 'chat';
+  return {
+    id: model.id,
+    object: 'model',
+    created: model.created,
+    owned_by: model.ownedBy,
+    kind: model.kind,
+    context_length: model.contextLength,
+    ...(chat ? { max_output_tokens: model.maxOutputTokens } : {}),
+    pricing: { prompt: usdPerTokenString(model.pricing.promptUsdPerMillion), completion: usdPerTokenString(model.pricing.completionUsdPerMillion) },
+    pricing_usd_per_million: { prompt: model.pricing.promptUsdPerMillion, completion: model.pricing.completionUsdPerMillion },
+    provider: model.provider,
+    provider_configured: Boolean(provider && (provider.apiKey || !provider.apiKeyVariable)),
+  };
+}
+
 export function modelsListBody(catalog: Catalog): string {
-  const data = [...catalog.models.values()].map((model) => {
-    const provider = catalog.providers.get(model.provider);
-    return {
-      id: model.id,
-      object: 'model',
-      created: model.created,
-      owned_by: model.ownedBy,
-      context_length: model.contextLength,
-      max_output_tokens: model.maxOutputTokens,
-      pricing: { prompt: usdPerTokenString(model.pricing.promptUsdPerMillion), completion: usdPerTokenString(model.pricing.completionUsdPerMillion) },
-      pricing_usd_per_million: { prompt: model.pricing.promptUsdPerMillion, completion: model.pricing.completionUsdPerMillion },
-      provider: model.provider,
-      provider_configured: Boolean(provider && (provider.apiKey || !provider.apiKeyVariable)),
-    };
-  });
-  return JSON.stringify({ object: 'list', data });
+  return JSON.stringify({ object: 'list', data: [...catalog.models.values()].map((model) => modelObject(catalog, model)) });
+}
+
+/**
+ * GET /v1/models/{model}: the model's list entry, found by id or alias (an alias answers with the
+ * model it names). The id may arrive percent-encoded (the OpenAI clients encode its slash) or not.
+ */
+export function modelBody(catalog: Catalog, url: string): string {
+  const raw = url.slice('/v1/models/'.length);
+  let name: string;
+  try {
+    name = decodeURIComponent(raw);
+  } catch {
+    name = raw;
+  }
+  const model = findModel(catalog, name);
+  if (!model) throw new GatewayError('model_not_found', `The model \`${name}\` does not exist. GET /v1/models lists the models this gateway serves.`, { param: 'model' });
+  return JSON.stringify(modelObject(catalog, model));
 }

@@ -10,12 +10,13 @@ import { authenticate } from './authenticate.js';
 import { replyJson } from './http-reply.js';
 import { JobRouter } from './job-router.js';
 import { KeyDirectory } from './key-directory.js';
-import { modelsListBody } from './models-route.js';
+import { modelBody, modelsListBody } from './models-route.js';
 import { InflightBodyBudget } from './pipeline/inflight-body-budget.js';
 import { keepProcessAliveOnHandlerErrors } from './pipeline/process-safety.js';
 import { createSurfaceHandler, createSurfaceJsonHandler, surfaceRouteOptions } from './pipeline/request-pipeline.js';
 import { createRequestWrapper, type RouteHandler, type RouteWrapper } from './pipeline/request-wrapper.js';
 import { chatCompletionsSurface } from './surfaces/chat-completions/chat-surface.js';
+import { createEmbeddingsHandler, embeddingsRouteOptions } from './surfaces/embeddings/embeddings-route.js';
 import { countMessageTokens } from './surfaces/messages/count-tokens.js';
 import { messagesSurface } from './surfaces/messages/messages-surface.js';
 import { listenExclusive } from './listen-exclusive.js';
@@ -93,10 +94,10 @@ export async function startIngress(options: IngressOptions): Promise<RunningIngr
     await authenticate(keys, authorization);
     return modelsBody;
   }, authorized));
-  app.get('/v1/models/*', json('model', async (authorization) => {
-    await authenticate(keys, authorization);
-    throw new GatewayError('not_found', 'Look models up in the list at GET /v1/models.');
-  }, authorized));
+  app.get('/v1/models/*', route('model', authorized, async ({ res, state, headers, url }) => {
+    await authenticate(keys, headers.authorization ?? '');
+    replyJson(res, state, 200, modelBody(options.catalog, url));
+  }));
   const pipeline = {
     catalog: options.catalog,
     counters: options.counters,
@@ -110,6 +111,10 @@ export async function startIngress(options: IngressOptions): Promise<RunningIngr
   app.any('/v1/chat/completions', json('chat.completions', async () => {
     throw new GatewayError('method_not_allowed', 'Use POST for /v1/chat/completions.');
   }));
+  app.post('/v1/embeddings', route('embeddings', embeddingsRouteOptions, createEmbeddingsHandler(pipeline)));
+  app.any('/v1/embeddings', json('embeddings', async () => {
+    throw new GatewayError('method_not_allowed', 'Use POST for /v1/embeddings.');
+  }));
   const messagesRoute = surfaceRouteOptions(messagesSurface);
   app.post('/v1/messages', route('messages', messagesRoute, createSurfaceHandler(messagesSurface, pipeline)));
   app.post('/v1/messages/count_tokens', route('messages.count_tokens', messagesRoute, createSurfaceJsonHandler(messagesSurface, keys, (body, headers) => countMessageTokens(options.catalog, body, headers))));
@@ -122,7 +127,7 @@ export async function startIngress(options: IngressOptions): Promise<RunningIngr
   registerAdminRoutes(app, admin, route);
   options.extend?.(app, { admin, catalog: options.catalog, route });
   app.any('/*', json('unknown', async () => {
-    throw new GatewayError('not_found', 'Unknown path. The API lives under /v1 (POST /v1/chat/completions, GET /v1/models).');
+    throw new GatewayError('not_found', 'Unknown path. The API lives under /v1 (POST /v1/chat/completions, POST /v1/messages, POST /v1/embeddings, GET /v1/models).');
   }));
 
   const listenSocket: us_listen_socket = await listenExclusive(app, options.host, options.port, 'The gateway');

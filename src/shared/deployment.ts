@@ -10,7 +10,7 @@ import { LedgerStreamConsumer } from './store/ledger-stream-consumer.js';
 import { storeUnavailable } from './store/store-unavailable.js';
 import { openPostgresStore } from './store/postgres-store.js';
 import { openSqliteStore } from './store/sqlite-store.js';
-import type { CompletionJob } from './job.js';
+import type { QueuedJob } from './job.js';
 import type { Store } from './store/store.js';
 import { InProcessTransport } from './transport/in-process-transport.js';
 import { asUnavailable, openRedis, quitQuietly, RedisNames, waitUntilReady } from './transport/redis-connections.js';
@@ -147,7 +147,7 @@ export interface JoinedParts {
  * ingress and one worker of a scaled-out deployment (BullMQ + pub/sub, Redis counters), so it can
  * run beside `web` and `worker` processes, or as several copies behind a load balancer.
  */
-export async function openJoinedParts(config: GatewayConfig, environment: NodeJS.ProcessEnv, store: Store, logger: Logger, onDropped: (job: CompletionJob) => Promise<void>): Promise<JoinedParts> {
+export async function openJoinedParts(config: GatewayConfig, environment: NodeJS.ProcessEnv, store: Store, logger: Logger, onDropped: (job: QueuedJob) => Promise<void>): Promise<JoinedParts> {
   let keyListener: (publicId: string | undefined) => void = () => undefined;
   let lostListener: (lost: LostJob) => void = () => undefined;
   if (!config.redisUrl) {

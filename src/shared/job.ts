@@ -1,3 +1,4 @@
+import type { EmbeddingsRequest } from './embeddings/embeddings-request.js';
 import type { ErrorDescription } from './errors.js';
 import type { InternalRequest } from './internal/request.js';
 import type { CompletionChoice, FinishDetail, FinishReason, ToolCallDelta } from './providers/provider-adapter.js';
@@ -6,6 +7,8 @@ import type { Usage } from './usage.js';
 
 /** Everything a worker needs to run one completion; small, since it crosses Redis when scaled out. */
 export interface CompletionJob {
+  /** Absent on jobs queued before job kinds existed, which are all completions. */
+  kind?: 'completion';
   id: string;
   /** The ingress process holding the client; its channel carries this job's events. */
   replyTo: string;
@@ -20,6 +23,16 @@ export interface CompletionJob {
   budgetPeriod?: BudgetPeriod;
   enqueuedAt: number;
 }
+
+/** An embeddings request (POST /v1/embeddings): the same queue, admission and settlement, no stream. */
+export interface EmbeddingsJob extends Omit<CompletionJob, 'kind' | 'request' | 'stream'> {
+  kind: 'embeddings';
+  request: EmbeddingsRequest;
+  stream: false;
+}
+
+/** What the transport carries; workers dispatch on `kind`. */
+export type QueuedJob = CompletionJob | EmbeddingsJob;
 
 export interface AttemptRecord {
   model: string;
@@ -59,7 +72,15 @@ export type JobEventBody =
   /** Streams: the end, with the usage of the model that answered. */
   | { type: 'finished'; model: string; usage: Usage }
   /** Non-streaming: the whole answer. */
-  | { type: 'completed'; model: string; choices: CompletionChoice[]; usage: Usage; systemFingerprint?: string }
+  | {
+      type: 'completed';
+      model: string;
+      choices: CompletionChoice[];
+      usage: Usage;
+      systemFingerprint?: string;
+      /** Embeddings jobs (with no choices): one vector per input, in input order, as base64 float32. */
+      embeddings?: string[];
+    }
   /** Failure; `started` tells whether content already reached the client. */
   | { type: 'failed'; error: ErrorDescription; started: boolean }
   | { type: 'heartbeat' };

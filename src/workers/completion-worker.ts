@@ -6,12 +6,12 @@ import type { CompletionJob } from '../shared/job.js';
 import { costNanos } from '../shared/pricing.js';
 import { releaseReservation } from '../shared/counters/release-reservation.js';
 import type { LedgerEntry, Store } from '../shared/store/store.js';
-import { createUsageSettler } from '../shared/store/usage-settler.js';
 import { countPromptTokens, countTextTokens } from '../shared/token-counter.js';
 import type { JobControl, JobHandler } from '../shared/transport/transport.js';
 import { makeUsage, type Usage } from '../shared/usage.js';
 import { DeploymentHealth } from './deployment-health.js';
 import { runFallbackChain, type ChainOutcome } from './fallback-chain.js';
+import { createJobSettler } from './job-settlement.js';
 import { keyRefusal } from './key-gate.js';
 import type { ProviderClient } from './provider-client.js';
 
@@ -37,11 +37,11 @@ function ledgerStatus(outcome: ChainOutcome, cancelled: boolean): number {
   return outcome.error ? outcome.error.status : 200;
 }
 
-export function createCompletionHandler(dependencies: CompletionWorkerDependencies): JobHandler {
+export function createCompletionHandler(dependencies: CompletionWorkerDependencies): JobHandler<CompletionJob> {
   const { catalog, client, store, counters, logger, workerId } = dependencies;
   // One per worker process: every job it runs learns from, and steers by, the same deployment health.
   const health = new DeploymentHealth({ logger });
-  const settleUsage = createUsageSettler({ counters, store, logger });
+  const settleJob = createJobSettler({ counters, store, logger });
 
   return async (job: CompletionJob, control: JobControl) => {
     control.publish({ type: 'accepted', worker: workerId });
@@ -104,21 +104,6 @@ export function createCompletionHandler(dependencies: CompletionWorkerDependenci
       stream: job.stream,
       createdAt: new Date(job.enqueuedAt).toISOString(),
     };
-    if (!job.reservationId) {
-      // Admission made no reservation: nothing to settle in the counters, only the ledger.
-      await store.recordUsage(entry).catch((error: Error) => logger.error({ err: error, jobId: job.id }, 'could not write the usage ledger'));
-      return;
-    }
-    await settleUsage({
-      keyId: job.keyId,
-      reservationId: job.reservationId,
-      costNanos: cost,
-      tokens: usage ? usage.prompt_tokens + usage.completion_tokens : 0,
-      budgetPeriod: job.budgetPeriod ?? 'none',
-      // The period of the admission, as the ledger row's createdAt: a request admitted before
-      // midnight and settled after it is spend of the day it was admitted, in both.
-      now: job.enqueuedAt,
-      ledger: entry,
-    });
+    await settleJob(job, entry, usage ? usage.prompt_tokens + usage.completion_tokens : 0);
   }
 }

@@ -20,12 +20,28 @@ import type { AttemptResult } from './target-attempt.js';
 // may not share (rate limits, server errors, connection failures, time-outs, refused credentials,
 // an unknown upstream model) and only while nothing has reached the client.
 
-export interface ChainOutcome {
+export interface ChainOutcome<R extends ChainAttemptResult = AttemptResult> {
   attempts: AttemptRecord[];
   /** The target whose output the client received (and that is billed), priced as the deployment that served it. */
   servedModel?: ModelEntry;
-  result?: AttemptResult;
+  result?: R;
   error?: GatewayError;
+}
+
+/** What the chain needs to know of one call, whatever the job's kind (completion or embeddings). */
+export type ChainAttemptResult = { ok: true; latencyMs: number } | { ok: false; failure: UpstreamFailure; started: boolean; gatewayError?: GatewayError };
+
+export interface ChainTarget {
+  model: ModelEntry;
+  deployment: ModelDeployment;
+  provider: ProviderConfig;
+}
+
+/** One try of one deployment of a target; the job's kind decides what is called and how. */
+export interface ChainAttempt<R extends ChainAttemptResult> {
+  /** Provider calls the try needs at least (counted against the cap per request). */
+  calls(target: ChainTarget): number;
+  run(target: ChainTarget, budget: ProviderCallBudget): Promise<R>;
 }
 
 export interface ChainRouting {
@@ -68,8 +84,9 @@ function finalError(attempts: AttemptRecord[], catalog: Catalog, clientMessages:
   const describe = (attempt: AttemptRecord, position: number) => `${attempts.length > 1 ? `attempt ${position + 1}, ` : ''}${describeAttempt(attempt, catalog, clientMessages)}`;
   const summary = (attempts.length === 1 ? `The model ${describe(attempts[0]!, 0)}` : `All ${attempts.length} attempts failed: ${attempts.map(describe).join('; ')}`) + callCapNote;
   if (!last) return new GatewayError('provider_not_configured', `${summary}. Set the provider's API key in the gateway's environment.`);
-  const codes: Partial<Record<UpstreamFailure['kind'], ErrorCode>> = { rate_limit: 'upstream_rate_limited', timeout: 'upstream_timeout', bad_request: 'upstream_bad_request' };
-  return new GatewayError(codes[last.kind] ?? 'upstream_error', summary, { retryAfterSeconds: last.kind === 'rate_limit' ? retryAfter : undefined });
+  // An overloaded provider is a 503 (Anthropic clients see their 529), which clients retry.
+  const codes: Partial<Record<UpstreamFailure['kind'], ErrorCode>> = { rate_limit: 'upstream_rate_limited', overloaded: 'upstream_unavailable', timeout: 'upstream_timeout', bad_request: 'upstream_bad_request' };
+  return new GatewayError(codes[last.kind] ?? 'upstream_error', summary, { retryAfterSeconds: last.kind === 'rate_limit' || last.kind === 'overloaded' ? retryAfter : undefined });
 }
 
 function isConfigured(provider: ProviderConfig | undefined): provider is ProviderConfig {
@@ -85,7 +102,16 @@ function servedAs(model: ModelEntry, deployment: ModelDeployment): ModelEntry {
   return { ...model, provider: deployment.provider, upstreamModel: deployment.upstreamModel, pricing: deployment.pricing };
 }
 
-export async function runFallbackChain(job: CompletionJob, control: JobControl, catalog: Catalog, client: ProviderClient, routing: ChainRouting): Promise<ChainOutcome> {
+export function runFallbackChain(job: CompletionJob, control: JobControl, catalog: Catalog, client: ProviderClient, routing: ChainRouting): Promise<ChainOutcome> {
+  return runTargetChain(job.id, job.targets, control, catalog, routing, {
+    calls: ({ provider }) => callsPerTry(job.request, adapterFor(provider.api)),
+    run: ({ model, deployment, provider }, budget) =>
+      runChoices({ request: job.request, stream: job.stream, model, deployment, provider, adapter: adapterFor(provider.api), client, control }, budget),
+  });
+}
+
+/** The chain itself, for any kind of job. */
+export async function runTargetChain<R extends ChainAttemptResult>(jobId: string, targets: string[], control: JobControl, catalog: Catalog, routing: ChainRouting, attempt: ChainAttempt<R>): Promise<ChainOutcome<R>> {
   const { health } = routing;
   const attempts: AttemptRecord[] = [];
   const clientMessages = new Map<AttemptRecord, string>();
@@ -98,7 +124,7 @@ export async function runFallbackChain(job: CompletionJob, control: JobControl, 
     if (failure.retryAfterSeconds !== undefined) shortestRetryAfter = Math.min(shortestRetryAfter ?? Infinity, failure.retryAfterSeconds);
   };
 
-  chain: for (const [position, modelId] of job.targets.entries()) {
+  chain: for (const [position, modelId] of targets.entries()) {
     if (control.signal.aborted) break;
     const model = catalog.models.get(modelId);
     if (!model) {
@@ -113,7 +139,7 @@ export async function runFallbackChain(job: CompletionJob, control: JobControl, 
     }
     // Cooling deployments are skipped while a later target could answer instead; on the last one
     // they are still tried, because a refusal of our own would only turn a possible answer into an error.
-    const laterTargetCanServe = job.targets.slice(position + 1).some((id) => {
+    const laterTargetCanServe = targets.slice(position + 1).some((id) => {
       const later = catalog.models.get(id);
       return later !== undefined && usableDeployments(catalog, later).length > 0;
     });
@@ -135,19 +161,18 @@ export async function runFallbackChain(job: CompletionJob, control: JobControl, 
       const { deployment } = pick;
       tried.add(deployment.id);
       const provider = catalog.providers.get(deployment.provider)!;
-      const adapter = adapterFor(provider.api);
-      if (!budget.take(callsPerTry(job.request, adapter))) {
+      const target = { model, deployment, provider };
+      if (!budget.take(attempt.calls(target))) {
         // The cap on provider calls per request: what failed so far is the answer.
         health.report(deployment.id, provider.cooldown, undefined, pick.probe);
         callCapNote = `; stopped after ${budget.spent} provider calls, the most one request may make`;
         break chain;
       }
       const startedAt = performance.now();
-      let result: AttemptResult | undefined;
+      let result: R | undefined;
       let verdict: AttemptVerdict | undefined;
       try {
-        const input = { request: job.request, stream: job.stream, model, deployment, provider, adapter, client, control };
-        result = await runChoices(input, budget);
+        result = await attempt.run(target, budget);
         verdict = result.ok ? { kind: 'success', latencyMs: result.latencyMs } : { kind: 'failure', failure: result.failure };
       } finally {
         // Always reported, so a probe that ended in an exception does not hold the deployment forever.
@@ -162,15 +187,15 @@ export async function runFallbackChain(job: CompletionJob, control: JobControl, 
       const { failure } = result;
       // The ledger keeps what the provider said (redacted, truncated); clients read failure.message.
       const detail = failureDetail(failure, [provider.apiKey]);
-      const attempt: AttemptRecord = {
+      const failed: AttemptRecord = {
         ...record,
         outcome: result.started && failure.kind !== 'cancelled' ? 'error_after_first_token' : failure.kind,
         status: failure.status,
         message: detail,
       };
-      attempts.push(attempt);
-      clientMessages.set(attempt, failure.message);
-      routing.logger?.warn({ jobId: job.id, model: modelId, deployment: deployment.id, kind: failure.kind, status: failure.status, started: result.started, detail }, 'provider attempt failed');
+      attempts.push(failed);
+      clientMessages.set(failed, failure.message);
+      routing.logger?.warn({ jobId, model: modelId, deployment: deployment.id, kind: failure.kind, status: failure.status, started: result.started, detail }, 'provider attempt failed');
       if (result.started) {
         // The client left mid-stream: no error to report; what was generated is still billed.
         if (failure.kind === 'cancelled') return { attempts, servedModel: servedAs(model, deployment), result };

@@ -1,13 +1,13 @@
 import type { Counters } from '../shared/counters/counters.js';
 import { describeError, GatewayError, invalidApiKey, type ErrorDescription } from '../shared/errors.js';
-import type { CompletionJob } from '../shared/job.js';
+import type { QueuedJob } from '../shared/job.js';
 
 // The one check, made just before a queued job starts, that its key may still spend: a key
 // revoked while its jobs waited in the queue must not reach a provider (nor be billed). Admission
 // checked the same at enqueue time; a backlog can be seconds old. Key expiry joins here when keys
 // get one. One Redis read (EXISTS) when scaled out, a Set lookup in the embedded default.
 
-export async function keyRefusal(counters: Counters, job: CompletionJob): Promise<ErrorDescription | null> {
+export async function keyRefusal(counters: Counters, job: QueuedJob): Promise<ErrorDescription | null> {
   let revoked: boolean;
   try {
     revoked = await counters.isRevoked(job.keyId);

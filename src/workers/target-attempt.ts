@@ -49,7 +49,7 @@ export type AttemptResult =
     };
 
 /** Combines the caller's cancellation with this attempt's own timers. */
-class AttemptSignal {
+export class AttemptSignal {
   readonly controller = new AbortController();
   timeoutReason?: string;
   private readonly timers: NodeJS.Timeout[] = [];

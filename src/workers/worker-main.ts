@@ -7,7 +7,7 @@ import { openRedis, quitQuietly, waitUntilReady } from '../shared/transport/redi
 import { releaseReservation } from '../shared/counters/release-reservation.js';
 import { exitOnShutdownSignal } from '../shared/shutdown.js';
 import { createRedisWorkerTransport } from '../shared/transport/redis-transport-factory.js';
-import { createCompletionHandler } from './completion-worker.js';
+import { createJobHandler } from './job-dispatch.js';
 import { ProviderClient } from './provider-client.js';
 
 // The `worker` process of the scaled-out deployment (Procfile): pulls completion jobs from BullMQ,
@@ -38,7 +38,7 @@ async function main(): Promise<void> {
     logger.info({ jobId: job.id, reason }, 'job dropped without running');
     await releaseReservation(counters, job, logger);
   });
-  const handler = createCompletionHandler({ catalog, client, store, counters, logger, workerId: transport.workerId });
+  const handler = createJobHandler({ catalog, client, store, counters, logger, workerId: transport.workerId });
   await transport.start(handler, { concurrency: config.workerConcurrency });
   process.stdout.write(`Switchboard worker ${transport.workerId} ready (concurrency ${config.workerConcurrency})\n`);
 

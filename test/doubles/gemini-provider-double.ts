@@ -1,5 +1,5 @@
-// Wire-faithful test double of the Gemini API (POST /v1beta/models/{model}:generateContent and
-// :streamGenerateContent?alt=sse), built on node:http. Shapes follow /work/shared/fixtures/gemini
+// Wire-faithful test double of the Gemini API (POST /v1beta/models/{model}:generateContent,
+// :streamGenerateContent?alt=sse, :embedContent and :batchEmbedContents), built on node:http. Shapes follow /work/shared/fixtures/gemini
 // and FORMATS.md: `x-goog-api-key`, data-only SSE events each holding a whole
 // GenerateContentResponse with only the new parts and no [DONE], google.rpc.Status error bodies
 // (429 RESOURCE_EXHAUSTED with RetryInfo, 503 UNAVAILABLE, ...), a JSON error body on the alt=sse URL,
@@ -8,6 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { defaultEmbeddingDimensions, fakeEmbedding } from './embedding-vectors.js';
 import { SHARED_FIXTURES_DIR } from './openai-provider-double.js';
 import { flattenHeaders, readJsonBody, startProviderDoubleServer, type ProviderDouble, type ProviderExchange } from './provider-double-server.js';
 
@@ -33,7 +34,7 @@ export type GeminiBehaviour =
 
 export interface GeminiRecordedRequest {
   model: string;
-  method: 'generateContent' | 'streamGenerateContent';
+  method: 'generateContent' | 'streamGenerateContent' | 'embedContent' | 'batchEmbedContents';
   query: string;
   body: any;
   headers: Record<string, string>;
@@ -228,6 +229,31 @@ async function answer(ex: Exchange, behaviour: GeminiBehaviour): Promise<void> {
 }
 
 const routePattern = /^\/v1beta\/models\/([^/:]+):(generateContent|streamGenerateContent)$/;
+const embedPattern = /^\/v1beta\/models\/([^/:]+):(embedContent|batchEmbedContents)$/;
+const embedFields = new Set(['model', 'content', 'taskType', 'title', 'outputDimensionality']);
+
+/** An EmbedContentRequest's problem, as the API words it; undefined when it is acceptable. */
+function embedProblem(request: any, model: string): string | undefined {
+  for (const field of Object.keys(request ?? {})) if (!embedFields.has(field)) return `Invalid JSON payload received. Unknown name "${field}": Cannot find field.`;
+  if (request?.model !== undefined && request.model !== `models/${model}`) return `Model name in the request (${request.model}) does not match the model in the URL (models/${model}).`;
+  const text = request?.content?.parts?.map((part: any) => part.text ?? '').join('');
+  if (!text) return '* EmbedContentRequest.content: contents is not specified\n';
+  return undefined;
+}
+
+/** :embedContent answers {embedding:{values}}, :batchEmbedContents {embeddings:[{values}]}; neither reports usage. */
+function answerEmbeddings(ex: Exchange, batch: boolean, behaviour: GeminiBehaviour): void {
+  const requests: any[] = batch ? ex.body?.requests : [ex.body];
+  if (!Array.isArray(requests) || requests.length === 0) return send(ex, 400, rpcError(400, '* BatchEmbedContentsRequest.requests: requests is not specified\n'));
+  for (const request of requests) {
+    const problem = embedProblem(request, ex.model);
+    if (problem) return send(ex, 400, rpcError(400, problem));
+  }
+  if (behaviour.kind === 'hang') return;
+  if (behaviour.kind === 'error') return send(ex, behaviour.status, rpcError(behaviour.status, behaviour.message ?? rpcMessages[behaviour.status] ?? 'Error'));
+  const vectors = requests.map((request) => ({ values: fakeEmbedding(ex.model, request.content.parts.map((part: any) => part.text).join(''), request.outputDimensionality ?? defaultEmbeddingDimensions) }));
+  send(ex, 200, JSON.stringify(batch ? { embeddings: vectors } : { embedding: vectors[0] }, null, 2));
+}
 
 export async function startGeminiProviderDouble(options: { apiKey: string }): Promise<GeminiProviderDouble> {
   return startProviderDoubleServer<GeminiBehaviour, GeminiRecordedRequest, string>({
@@ -237,6 +263,13 @@ export async function startGeminiProviderDouble(options: { apiKey: string }): Pr
     failureBody: (error) => rpcError(500, `gemini double failure: ${String(error)}`),
     async handle(exchange, double) {
       const url = new URL(exchange.req.url ?? '/', 'http://double');
+      const embed = embedPattern.exec(url.pathname);
+      if (embed && exchange.req.method === 'POST') {
+        const ex: Exchange = Object.assign(exchange, { model: embed[1]!, stream: false, sse: false, body: (await readJsonBody(exchange.req)).json });
+        double.requests.push({ model: ex.model, method: embed[2] as 'embedContent' | 'batchEmbedContents', query: url.search, body: ex.body, headers: flattenHeaders(ex.req.headers) });
+        if (ex.req.headers['x-goog-api-key'] !== options.apiKey) return send(ex, 400, rpcError(400, 'API key not valid. Please pass a valid API key.'));
+        return answerEmbeddings(ex, embed[2] === 'batchEmbedContents', double.next(ex.model));
+      }
       const route = routePattern.exec(url.pathname);
       const ex: Exchange = Object.assign(exchange, {
         model: route?.[1] ?? '',

@@ -1,5 +1,5 @@
-// Wire-faithful test double of an OpenAI-format provider (POST /v1/chat/completions, GET /v1/models),
-// built on node:http. Shapes follow /work/shared/fixtures/openai (FORMATS.md, SOURCES.md).
+// Wire-faithful test double of an OpenAI-format provider (POST /v1/chat/completions, POST
+// /v1/embeddings, GET /v1/models, and Azure's POST /openai/deployments/{name}/embeddings), built on node:http. Shapes follow /work/shared/fixtures/openai (FORMATS.md, SOURCES.md).
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -9,6 +9,7 @@ import {
   maskKey, resetDuration, roleDelta, roughTokens, splitEvenly, splitText, sseData, streamContext, toolCallArgsDelta,
   toolCallId, toolCallStartDelta, unixSeconds, usageChunk, type OpenAiErrorFields, type StreamContext, type TokenCounts,
 } from './openai-provider-responses.js';
+import { answerEmbeddings, azureDeploymentPattern } from './openai-embeddings-double.js';
 import { flattenHeaders, readJsonBody, startProviderDoubleServer, type ProviderDouble, type ProviderExchange } from './provider-double-server.js';
 
 /** `<root>/shared/fixtures/` for a clone at `<root>/main`. */
@@ -35,7 +36,9 @@ export type ScriptedBehaviour =
   | { kind: 'hang_after_headers' }
   | { kind: 'midstream_drop'; chunksBeforeDrop: number }
   | { kind: 'midstream_error'; chunksBeforeError: number }
-  | { kind: 'fixture'; file: string };
+  | { kind: 'fixture'; file: string }
+  /** Embeddings endpoints (any other kind but error and hang answers with default vectors too). */
+  | { kind: 'embedding'; promptTokens?: number | 'omit'; dimensions?: number; count?: number };
 
 export interface RecordedRequest {
   model: string;
@@ -57,7 +60,7 @@ export interface OpenAiProviderDoubleOptions {
 /** Its `url` is `http://127.0.0.1:<port>/v1`. */
 export interface OpenAiProviderDouble extends ProviderDouble<ScriptedBehaviour, RecordedRequest, AbortedRequest> {}
 
-interface Exchange extends ProviderExchange {
+export interface Exchange extends ProviderExchange {
   body: any;
 }
 
@@ -84,7 +87,7 @@ function loadFixture(file: string): FixtureData {
   throw new Error(`openai double: unsupported fixture type (want .sse, .chunks.jsonl or .response.json): ${full}`);
 }
 
-function sendJson(ex: Exchange, status: number, body: unknown, headers: Record<string, string> = {}): void {
+export function sendJson(ex: Exchange, status: number, body: unknown, headers: Record<string, string> = {}): void {
   if (ex.closed.signal.aborted) return;
   const text = typeof body === 'string' ? body : JSON.stringify(body);
   ex.res.writeHead(status, {
@@ -95,7 +98,7 @@ function sendJson(ex: Exchange, status: number, body: unknown, headers: Record<s
   ex.res.end(text);
 }
 
-function sendError(ex: Exchange, status: number, fields: OpenAiErrorFields, retryAfter?: string): void {
+export function sendError(ex: Exchange, status: number, fields: OpenAiErrorFields, retryAfter?: string): void {
   const exhausted = status === 429 && (fields.type === 'requests' || fields.type === 'tokens') ? fields.type : undefined;
   const headers = baseHeaders({ exhausted, reset: resetDuration(retryAfter) });
   if (retryAfter !== undefined) headers['retry-after'] = retryAfter;
@@ -303,6 +306,19 @@ export async function startOpenAiProviderDouble(options: OpenAiProviderDoubleOpt
       const route = `${ex.req.method} ${(ex.req.url ?? '/').split('?')[0]}`;
       const invalid = (message: string, param: string | null = null, code: string | null = null) =>
         sendError(ex, 400, { message, type: 'invalid_request_error', param, code });
+      const azure = azureDeploymentPattern.exec(route);
+      if (azure) {
+        // Azure: the deployment in the path names the model, the key comes in api-key.
+        ex.model = decodeURIComponent(azure[1]!);
+        double.requests.at(-1)!.model = ex.model;
+        if (options.apiKey !== undefined && ex.req.headers['api-key'] !== options.apiKey) return sendError(ex, 401, { message: 'Access denied due to invalid subscription key or wrong API endpoint.', type: 'invalid_request_error', param: null, code: '401' });
+        return answerEmbeddings(ex, double.next(ex.model), parseFailed);
+      }
+      if (route === 'POST /v1/embeddings') {
+        const embeddingAuthError = authFailure(ex);
+        if (embeddingAuthError) return sendError(ex, 401, embeddingAuthError);
+        return answerEmbeddings(ex, double.next(ex.model), parseFailed);
+      }
       if (route !== 'POST /v1/chat/completions' && route !== 'GET /v1/models') {
         return sendError(ex, 404, { message: `Invalid URL (${route})`, type: 'invalid_request_error', param: null, code: null });
       }

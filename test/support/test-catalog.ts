@@ -1,3 +1,5 @@
+import { embeddingModelLines, embeddingProviderLines } from './embeddings-catalog.js';
+
 // A catalog whose providers are the test doubles. Prices are round numbers so tests can compute
 // exact costs; time-outs are short so hang cases finish quickly.
 
@@ -75,7 +77,7 @@ export function testCatalogYaml(options: TestCatalogOptions): string {
   }
   if (options.anthropicUrl) lines.push('  anthropic-double:', '    api: anthropic', `    base_url: ${options.anthropicUrl}`, '    api_key: test-anthropic-key', timeouts, noCooldown);
   if (options.geminiUrl) lines.push('  gemini-double:', '    api: gemini', `    base_url: ${options.geminiUrl}`, '    api_key: test-gemini-key', timeouts, noCooldown);
-  lines.push('models:');
+  lines.push(...embeddingProviderLines(options), 'models:', ...embeddingModelLines(options));
   // JSON strings are YAML flow scalars, so names such as `claude-opus-4-8[1m]` need no escaping rules.
   const list = (items: string[]) => `[${items.map((item) => JSON.stringify(item)).join(', ')}]`;
   const model = (id: string, provider: string, upstream: string, prices: [number, number]) => {

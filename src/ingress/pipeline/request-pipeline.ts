@@ -122,6 +122,8 @@ export function createSurfaceHandler(surface: Surface, dependencies: PipelineDep
   /** Registered through the request wrapper with surfaceRouteOptions. */
   return async function handle(call: RequestContext): Promise<void> {
     const { res, state } = call;
+    const idHeaders = surface.requestIdHeader ? [surface.requestIdHeader(state.requestId)] : [];
+    state.extraHeaders = idHeaders;
     // The key is checked from the headers before the body is wanted: an unauthenticated upload is
     // answered (and its connection closed) while it is still arriving, with nothing kept of it.
     const key = await authenticate(keys, credentialOf(call.headers));
@@ -131,7 +133,7 @@ export function createSurfaceHandler(surface: Surface, dependencies: PipelineDep
     const targets = resolveTargets(catalog, request);
     checkProviderCallLimit(request, targets, catalog);
     const admitted = await admitRequest(counters, key, request, targets, state.requestId);
-    state.extraHeaders = admitted.headers;
+    state.extraHeaders = [...idHeaders, ...admitted.headers];
     const release = () => counters.settle({ keyId: key.id, reservationId: admitted.reservationId, costNanos: 0, tokens: 0, budgetPeriod: key.budgetPeriod, now: Date.now() });
     if (state.aborted) {
       await release();
@@ -150,7 +152,6 @@ export function createSurfaceHandler(surface: Surface, dependencies: PipelineDep
       enqueuedAt: Date.now(),
     };
     const context: RenderContext = { jobId: job.id, created: Math.floor(job.enqueuedAt / 1000), request };
-    if (surface.headers) state.extraHeaders = [...admitted.headers, ...surface.headers(context)];
     const finish = () => {
       router.unregister(job.id);
       dependencies.openRequests.delete(job.id);
@@ -178,6 +179,7 @@ export function createSurfaceHandler(surface: Surface, dependencies: PipelineDep
  */
 export function createSurfaceJsonHandler(surface: Surface, keys: KeyDirectory, answer: (body: unknown, headers: SurfaceHeaders) => string): RouteHandler {
   return async (call) => {
+    if (surface.requestIdHeader) call.state.extraHeaders = [surface.requestIdHeader(call.state.requestId)];
     await authenticate(keys, credentialOf(call.headers));
     const body = await call.body!.json();
     if (body === undefined) return;

@@ -43,6 +43,6 @@ export interface Surface {
   renderError(error: GatewayError): RenderedError;
   renderCompletion(context: RenderContext, event: Extract<JobEventBody, { type: 'completed' }>): string;
   createStream(context: RenderContext): StreamRenderer;
-  /** Response headers that every answer of this surface carries. */
-  readonly headers?: (context: RenderContext) => Array<[string, string]>;
+  /** A header naming the request that every answer of this surface carries, errors included. */
+  readonly requestIdHeader?: (requestId: string) => [string, string];
 }

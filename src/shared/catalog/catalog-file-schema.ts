@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { providerApis } from './catalog-types.js';
+import { modelKinds, providerApis } from './catalog-types.js';
 
 // The operator's catalog file (YAML or JSON), in the documented snake_case shape.
 
@@ -32,7 +32,8 @@ const provider = z
 const pricing = z
   .object({
     prompt_usd_per_million: z.number().nonnegative(),
-    completion_usd_per_million: z.number().nonnegative(),
+    /** Required for chat models; embedding models bill input tokens only and leave it out. */
+    completion_usd_per_million: z.number().nonnegative().optional(),
   })
   .strict();
 
@@ -52,6 +53,8 @@ const deployment = z
 const model = z
   .object({
     id: z.string().regex(/^svc\/[A-Za-z0-9._:@-][A-Za-z0-9._:@/-]*$/, 'model ids look like svc/<name>'),
+    /** chat (the default) or embeddings. */
+    kind: z.enum(modelKinds).optional(),
     provider: z.string().min(1).optional(),
     upstream_model: z.string().min(1).optional(),
     deployments: z.array(deployment).min(1).optional(),
@@ -67,6 +70,12 @@ const model = z
   })
   .strict()
   .superRefine((entry, context) => {
+    const embeddings = entry.kind === 'embeddings';
+    const prices = [{ path: ['pricing'], pricing: entry.pricing }, ...(entry.deployments ?? []).flatMap((deployment, index) => (deployment.pricing ? [{ path: ['deployments', index, 'pricing'], pricing: deployment.pricing }] : []))];
+    for (const { path, pricing: price } of prices) {
+      if (!embeddings && price.completion_usd_per_million === undefined) context.addIssue({ code: z.ZodIssueCode.custom, path: [...path, 'completion_usd_per_million'], message: 'Required' });
+      if (embeddings && price.completion_usd_per_million !== undefined) context.addIssue({ code: z.ZodIssueCode.custom, path: [...path, 'completion_usd_per_million'], message: 'embedding models are billed per input token only; leave it out' });
+    }
     const inline = entry.provider !== undefined || entry.upstream_model !== undefined;
     if (entry.deployments && inline) {
       context.addIssue({ code: z.ZodIssueCode.custom, path: ['deployments'], message: 'give either provider and upstream_model, or deployments, not both' });

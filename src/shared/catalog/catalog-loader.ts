@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { extendCatalogFile } from './catalog-extension.js';
 import { catalogExtensionSchema, catalogFileSchema, type CatalogFile } from './catalog-file-schema.js';
-import { defaultCooldown, type Catalog, type ModelDeployment, type ModelEntry, type ProviderConfig } from './catalog-types.js';
+import { defaultCooldown, isEmbeddingsApi, type Catalog, type ModelDeployment, type ModelEntry, type ProviderConfig } from './catalog-types.js';
 import { defaultCatalogFile } from './default-catalog.js';
 
 export const defaultTimeouts = { connectMs: 5_000, firstTokenMs: 60_000, totalMs: 600_000 };
@@ -55,8 +55,16 @@ export function buildCatalog(file: CatalogFile, environment: NodeJS.ProcessEnv =
     const pricing = toPricing(model.pricing);
     const deployments = deploymentsOf(model, pricing, providers);
     const first = deployments[0]!;
+    const kind = model.kind ?? 'chat';
+    if (kind === 'embeddings') {
+      for (const deployment of deployments) {
+        const api = providers.get(deployment.provider)!.api;
+        if (!isEmbeddingsApi(api)) throw new CatalogError(`Model ${model.id} is an embedding model, but provider '${deployment.provider}' speaks ${api}, which has no embeddings endpoint.`);
+      }
+    }
     models.set(model.id, {
       id: model.id,
+      kind,
       provider: first.provider,
       upstreamModel: first.upstreamModel,
       deployments,
@@ -86,6 +94,9 @@ function aliasesOf(file: CatalogFile, models: Map<string, ModelEntry>): Map<stri
     for (const fallback of model.fallbacks ?? []) {
       if (!models.has(fallback) && !aliases.has(fallback)) throw new CatalogError(`Model ${model.id} names the fallback ${fallback}, which the catalog does not define.`);
       if (fallback === model.id || aliases.get(fallback) === model.id) throw new CatalogError(`Model ${model.id} names itself as a fallback.`);
+      const target = models.get(fallback) ?? models.get(aliases.get(fallback) ?? '');
+      const kind = model.kind ?? 'chat';
+      if (target && target.kind !== kind) throw new CatalogError(`Model ${model.id} (${kind}) names the fallback ${fallback}, which is ${target.kind === 'embeddings' ? 'an embeddings' : 'a chat'} model.`);
     }
   }
   return aliases;
@@ -95,7 +106,7 @@ type FileModel = CatalogFile['models'][number];
 type FilePricing = FileModel['pricing'];
 
 function toPricing(pricing: FilePricing): ModelEntry['pricing'] {
-  return { promptUsdPerMillion: pricing.prompt_usd_per_million, completionUsdPerMillion: pricing.completion_usd_per_million };
+  return { promptUsdPerMillion: pricing.prompt_usd_per_million, completionUsdPerMillion: pricing.completion_usd_per_million ?? 0 };
 }
 
 /** The inline provider + upstream_model form is a list of one deployment. */

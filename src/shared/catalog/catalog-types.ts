@@ -2,6 +2,18 @@
 export const providerApis = ['openai', 'azure', 'anthropic', 'gemini'] as const;
 export type ProviderApi = (typeof providerApis)[number];
 
+/** What a model does: chat models serve the chat surfaces, embedding models POST /v1/embeddings. */
+export const modelKinds = ['chat', 'embeddings'] as const;
+export type ModelKind = (typeof modelKinds)[number];
+
+/** The wire formats with an embeddings endpoint; an embedding model's deployments must use one. */
+export const embeddingsApis = ['openai', 'azure', 'gemini'] as const satisfies readonly ProviderApi[];
+export type EmbeddingsApi = (typeof embeddingsApis)[number];
+
+export function isEmbeddingsApi(api: ProviderApi): api is EmbeddingsApi {
+  return (embeddingsApis as readonly string[]).includes(api);
+}
+
 export interface ProviderTimeouts {
   connectMs: number;
   firstTokenMs: number;
@@ -34,7 +46,9 @@ export interface ProviderConfig {
 }
 
 export interface ModelPricing {
+  /** Input tokens; for embedding models the only price. */
   promptUsdPerMillion: number;
+  /** Output tokens; 0 for embedding models. */
   completionUsdPerMillion: number;
 }
 
@@ -52,6 +66,7 @@ export interface ModelDeployment {
 
 export interface ModelEntry {
   id: string;
+  kind: ModelKind;
   /** The first deployment's provider and upstream model, as /v1/models lists them. */
   provider: string;
   upstreamModel: string;

@@ -75,6 +75,33 @@ const multiHosted: CatalogFile['models'] = [
   },
 ];
 
+// Embedding models, billed per million input tokens. Prices and input limits as published on:
+// OpenAI: https://platform.openai.com/docs/pricing (text-embedding-3-small $0.02, -3-large $0.13,
+//   ada-002 $0.10; 8192 input tokens, per https://platform.openai.com/docs/guides/embeddings);
+// Google: https://ai.google.dev/gemini-api/docs/pricing (gemini-embedding-001 $0.15; 2048 input
+//   tokens, per https://ai.google.dev/gemini-api/docs/embeddings);
+// Mistral: https://mistral.ai/pricing (mistral-embed $0.10; 8k context).
+// Each also answers to the provider's own name, which embedding clients send unchanged.
+type EmbeddingRow = [id: string, provider: string, upstream: string, maxInputTokens: number, usdPerMillionInput: number];
+
+const embeddingRows: EmbeddingRow[] = [
+  ['svc/text-embedding-3-small', 'openai', 'text-embedding-3-small', 8192, 0.02],
+  ['svc/text-embedding-3-large', 'openai', 'text-embedding-3-large', 8192, 0.13],
+  ['svc/text-embedding-ada-002', 'openai', 'text-embedding-ada-002', 8192, 0.1],
+  ['svc/gemini-embedding-001', 'google', 'gemini-embedding-001', 2048, 0.15],
+  ['svc/mistral-embed', 'mistral', 'mistral-embed', 8192, 0.1],
+];
+
+const embeddingModels: CatalogFile['models'] = embeddingRows.map(([id, provider, upstream, maxInput, price]) => ({
+  id,
+  kind: 'embeddings',
+  provider,
+  upstream_model: upstream,
+  context_length: maxInput,
+  pricing: { prompt_usd_per_million: price },
+  aliases: [upstream],
+}));
+
 export const defaultCatalogFile: CatalogFile = {
   providers: {
     openai: { api: 'openai', base_url: 'https://api.openai.com/v1', api_key: '${OPENAI_API_KEY}' },
@@ -97,5 +124,6 @@ export const defaultCatalogFile: CatalogFile = {
       ...(aliases[id] ? { aliases: aliases[id] } : {}),
     })),
     ...multiHosted,
+    ...embeddingModels,
   ],
 };

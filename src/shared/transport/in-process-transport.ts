@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { GatewayError } from '../errors.js';
-import type { CompletionJob, JobEventBody } from '../job.js';
+import type { QueuedJob, JobEventBody } from '../job.js';
 import type { IngressTransport, JobControl, JobEventListener, JobHandler, WorkerTransport } from './transport.js';
 
 // The embedded default: ingress and workers in one process. Jobs wait in an array and events are
@@ -14,7 +14,7 @@ export interface InProcessTransportOptions {
   /** Jobs allowed to wait for a free worker slot before enqueue answers `overloaded`. */
   maxQueued?: number;
   /** A job cancelled while it waited never runs; this releases what its admission reserved. */
-  onDropped?: (job: CompletionJob) => Promise<void>;
+  onDropped?: (job: QueuedJob) => Promise<void>;
 }
 
 export class InProcessTransport {
@@ -25,7 +25,7 @@ export class InProcessTransport {
   private concurrency = 0;
   private active = 0;
   private closing = false;
-  private readonly waiting: CompletionJob[] = [];
+  private readonly waiting: QueuedJob[] = [];
   private readonly running = new Map<string, RunningJob>();
   private readonly maxQueued: number;
   private idleResolvers: Array<() => void> = [];
@@ -85,7 +85,7 @@ export class InProcessTransport {
     }
   }
 
-  private run(job: CompletionJob): void {
+  private run(job: QueuedJob): void {
     const controller = new AbortController();
     this.running.set(job.id, { controller });
     this.active += 1;

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { GatewayConfig } from '../config.js';
 import type { ScaleOutSettings } from '../deployment.js';
-import type { CompletionJob } from '../job.js';
+import type { QueuedJob } from '../job.js';
 import type { LostJob } from './lost-job-tracker.js';
 import { RedisIngressTransport } from './redis-transport.js';
 import { RedisWorkerTransport } from './redis-worker-transport.js';
@@ -34,7 +34,7 @@ export function createRedisWorkerTransport(
   redisUrl: string,
   settings: ScaleOutSettings,
   logger: Logger,
-  onDropped: (job: CompletionJob, reason: string) => Promise<void>,
+  onDropped: (job: QueuedJob, reason: string) => Promise<void>,
 ): RedisWorkerTransport {
   return new RedisWorkerTransport({
     redisUrl,

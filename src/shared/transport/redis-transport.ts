@@ -3,7 +3,7 @@ import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { GatewayError } from '../errors.js';
-import type { CompletionJob, JobEvent } from '../job.js';
+import type { QueuedJob, JobEvent } from '../job.js';
 import { defaultWatchdogTimings, JobWatchdog, type WatchdogTimings } from './job-watchdog.js';
 import { LostJobTracker, type LostJob } from './lost-job-tracker.js';
 import { asUnavailable, openRedis, quitQuietly, RedisNames, waitUntilReady } from './redis-connections.js';
@@ -93,7 +93,7 @@ export class RedisIngressTransport implements IngressTransport {
     this.watchdog.start();
   }
 
-  async enqueue(job: CompletionJob): Promise<void> {
+  async enqueue(job: QueuedJob): Promise<void> {
     const queue = this.queue;
     if (!queue || this.closing) throw new GatewayError('service_unavailable', 'The gateway is shutting down.');
     try {
@@ -106,7 +106,7 @@ export class RedisIngressTransport implements IngressTransport {
         }
       }
       this.watchdog.watch(job.id);
-      if (this.options.onWorkerLost) this.lostJobs.track(job);
+      if (this.options.onWorkerLost && job.kind !== 'embeddings') this.lostJobs.track(job);
       this.adds += 1;
       await queue.add('completion', job, { jobId: job.id });
     } catch (error) {

@@ -3,7 +3,7 @@ import { Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { ErrorDescription } from '../errors.js';
-import type { CompletionJob, JobEventBody } from '../job.js';
+import type { QueuedJob, JobEventBody } from '../job.js';
 import { openRedis, quitQuietly, RedisNames, waitUntilReady } from './redis-connections.js';
 import { RedisEventBatcher, type DeliveryProblem } from './redis-event-batcher.js';
 import type { JobControl, JobHandler, WorkerTransport } from './transport.js';
@@ -30,11 +30,11 @@ export interface RedisWorkerOptions {
    * content ('claimed', failed instead of re-run), or it could not be checked ('failed', Redis
    * unreachable). The worker process releases its reservation here.
    */
-  onDropped?: (job: CompletionJob, reason: 'cancelled' | 'claimed' | 'failed') => Promise<void>;
+  onDropped?: (job: QueuedJob, reason: 'cancelled' | 'claimed' | 'failed') => Promise<void>;
 }
 
 interface Run {
-  job: CompletionJob;
+  job: QueuedJob;
   channel: string;
   controller: AbortController;
   seq: number;
@@ -78,7 +78,7 @@ export class RedisWorkerTransport implements WorkerTransport {
     this.subscriber.on('message', (_channel: string, jobId: string) => this.running.get(jobId)?.controller.abort());
     await this.subscriber.subscribe(this.names.cancelChannel);
     const lockDuration = this.options.lockDurationMs ?? 3000;
-    this.worker = new Worker(this.names.queue, (job: Job) => this.process(job.data as CompletionJob, handler), {
+    this.worker = new Worker(this.names.queue, (job: Job) => this.process(job.data as QueuedJob, handler), {
       connection: this.bullConnection,
       prefix: this.names.bullPrefix,
       concurrency: Math.max(1, options.concurrency),
@@ -116,7 +116,7 @@ export class RedisWorkerTransport implements WorkerTransport {
     await Promise.all([quitQuietly(this.subscriber), quitQuietly(this.commands), quitQuietly(this.bullConnection)]);
   }
 
-  private async process(job: CompletionJob, handler: JobHandler): Promise<void> {
+  private async process(job: QueuedJob, handler: JobHandler): Promise<void> {
     const run: Run = {
       job,
       channel: this.names.events(job.replyTo),

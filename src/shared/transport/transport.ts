@@ -1,4 +1,4 @@
-import type { CompletionJob, JobEvent, JobEventBody } from '../job.js';
+import type { QueuedJob, JobEvent, JobEventBody } from '../job.js';
 
 // The contract between ingress and workers. The in-process transport (embedded default) and the
 // BullMQ + Redis pub/sub transport (scaled out) both implement it, and both pass the same
@@ -12,7 +12,7 @@ export interface IngressTransport {
   /** Subscribes to this ingress's event channel. Resolves once events can no longer be missed. */
   start(listener: JobEventListener): Promise<void>;
   /** Queues a job. Throws GatewayError `overloaded` when the queue is saturated, `service_unavailable` when the queue cannot be reached. */
-  enqueue(job: CompletionJob): Promise<void>;
+  enqueue(job: QueuedJob): Promise<void>;
   /** Asks whichever worker holds the job (or will take it) to stop it. */
   cancel(jobId: string): void;
   close(): Promise<void>;
@@ -32,7 +32,8 @@ export interface JobControl {
   flush(): Promise<void>;
 }
 
-export type JobHandler = (job: CompletionJob, control: JobControl) => Promise<void>;
+/** Runs jobs of one kind (`J`), or of every kind (the worker's dispatch, which the transport takes). */
+export type JobHandler<J extends QueuedJob = QueuedJob> = (job: J, control: JobControl) => Promise<void>;
 
 export interface WorkerTransport {
   readonly workerId: string;

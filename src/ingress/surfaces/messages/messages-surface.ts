@@ -24,5 +24,5 @@ export const messagesSurface: Surface = {
       error: (error) => renderer.error(anthropicErrorType(error).type, error.message),
     };
   },
-  headers: (context) => [['request-id', `req_${context.jobId}`]],
+  requestIdHeader: (requestId) => ['request-id', `req_${requestId}`],
 };

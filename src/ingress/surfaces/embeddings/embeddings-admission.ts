@@ -1,0 +1,52 @@
+import { highestPricing, type ModelEntry } from '../../../shared/catalog/catalog-types.js';
+import type { Counters } from '../../../shared/counters/counters.js';
+import { countEmbeddingTokens } from '../../../shared/embeddings/embeddings-tokens.js';
+import type { EmbeddingsRequest } from '../../../shared/embeddings/embeddings-request.js';
+import { GatewayError, invalidApiKey } from '../../../shared/errors.js';
+import { costNanos, usdToNanos } from '../../../shared/pricing.js';
+import type { KeyRecord } from '../../../shared/store/store.js';
+import { rateLimitHeaders, type AdmittedRequest } from '../../admission.js';
+
+// The same admission as chat (one counters call: revocation, rpm, tpm, concurrency, budget), sized
+// for embeddings: there is no output, so the tokens are the input's and the reservation is their
+// cost at the dearest model (and deployment) of the chain. The worker settles it to the real cost.
+
+/** Nano-USD as dollars, exact and without trailing zeros past the cents. */
+function usd(nanos: number): string {
+  const [whole, fraction = ''] = (nanos / 1e9).toFixed(9).replace(/0+$/, '').split('.');
+  return `$${whole}.${fraction.padEnd(2, '0')}`;
+}
+
+export async function admitEmbeddings(counters: Counters, key: KeyRecord, request: EmbeddingsRequest, targets: ModelEntry[], requestId: string): Promise<AdmittedRequest> {
+  const needsTokens = key.tpm !== null || key.budgetUsd !== null;
+  const tokens = needsTokens ? countEmbeddingTokens(request) : 0;
+  const reserveNanos = Math.max(0, ...targets.map((model) => costNanos(highestPricing(model), tokens, 0)));
+  const admission = await counters.admit({
+    keyId: key.id,
+    requestId,
+    limits: { rpm: key.rpm, tpm: key.tpm, maxConcurrent: key.maxConcurrent, budgetNanos: key.budgetUsd === null ? null : usdToNanos(key.budgetUsd), budgetPeriod: key.budgetPeriod },
+    tokens,
+    reserveNanos,
+    now: Date.now(),
+  });
+  const headers = rateLimitHeaders(admission.rateLimit);
+  if (admission.ok) return { reservationId: admission.reservationId, reservedNanos: reserveNanos, headers };
+  if (admission.reason === 'revoked') throw invalidApiKey();
+  const { retryAfterSeconds } = admission;
+  if (admission.reason === 'budget_exceeded') {
+    const period = key.budgetPeriod === 'none' ? 'total' : key.budgetPeriod;
+    const next = retryAfterSeconds === undefined ? 'Send less input or raise the budget.' : `Try again in ${Math.ceil(retryAfterSeconds)} s.`;
+    throw new GatewayError(
+      'budget_exceeded',
+      `This request could cost up to ${usd(reserveNanos)} (its ${tokens} input tokens at the dearest model it may use), more than is left of this key's ${period} budget of ${usd(usdToNanos(key.budgetUsd ?? 0))} once spent and in-flight requests are counted. ${next}`,
+      { headers, retryAfterSeconds },
+    );
+  }
+  let message: string;
+  if (admission.reason === 'concurrency') message = `This key has reached its limit of ${key.maxConcurrent} concurrent requests.`;
+  else if (key.rpm !== null && admission.rateLimit.remainingRequests === 0) message = `This key has reached its limit of ${key.rpm} requests per minute.`;
+  else if (retryAfterSeconds === undefined) message = `This request has ${tokens} input tokens, more than this key's limit of ${key.tpm} tokens per minute allows; send less input per request.`;
+  else message = `This request has ${tokens} input tokens; this key has ${admission.rateLimit.remainingTokens ?? 0} of its ${key.tpm} tokens per minute left.`;
+  // No retry-after when waiting cannot help (the request alone exceeds the limit).
+  throw new GatewayError('rate_limit_exceeded', retryAfterSeconds === undefined ? message : `${message} Try again in ${retryAfterSeconds} s.`, { retryAfterSeconds, headers });
+}
