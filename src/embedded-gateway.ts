@@ -8,6 +8,7 @@ import { openJoinedParts, openStore, readScaleOutSettings } from './shared/deplo
 import { releaseReservation } from './shared/counters/release-reservation.js';
 import { createLogger } from './shared/logger.js';
 import { prepareTokenCounter } from './shared/token-counter.js';
+import { openResponseEventLog } from './shared/responses/open-response-event-log.js';
 import { createCompletionHandler } from './workers/completion-worker.js';
 import { ProviderClient } from './workers/provider-client.js';
 
@@ -49,6 +50,7 @@ export async function startEmbeddedGateway(options: EmbeddedOptions = {}): Promi
   const { counters } = transport;
   const client = new ProviderClient();
   const dashboard = new Dashboard({ port: dashboardPort(environment), host: config.host, logger });
+  const responseEvents = openResponseEventLog(config, readScaleOutSettings(environment).redisPrefix, logger);
   await transport.worker.start(createCompletionHandler({ catalog, client, store, counters, logger, workerId: transport.worker.workerId }), { concurrency: config.workerConcurrency });
   const ingress = await startIngress({
     port: config.port,
@@ -63,6 +65,7 @@ export async function startEmbeddedGateway(options: EmbeddedOptions = {}): Promi
     maxQueuedStreamBytes: config.maxQueuedStreamBytes,
     keyCacheMs: transport.keyCacheMs,
     announceKeyChange: transport.announceKeyChange,
+    responses: { log: responseEvents.log, retentionMs: config.responseRetentionMs, purgeIntervalMs: config.responsePurgeIntervalMs },
     extend: (app, context) => {
       dashboard.extend(app, context);
       options.extend?.(app, context);
@@ -85,6 +88,7 @@ export async function startEmbeddedGateway(options: EmbeddedOptions = {}): Promi
       await client.close();
       await counters.close();
       await transport.close();
+      await responseEvents.close();
       await store.close();
     },
   };

@@ -6,6 +6,7 @@ import { prepareTokenCounter } from '../shared/token-counter.js';
 import { openRedis, quitQuietly, waitUntilReady } from '../shared/transport/redis-connections.js';
 import { createRedisIngressTransport } from '../shared/transport/redis-transport-factory.js';
 import { exitOnShutdownSignal } from '../shared/shutdown.js';
+import { openResponseEventLog } from '../shared/responses/open-response-event-log.js';
 import { Dashboard, dashboardPort } from './dashboard/dashboard.js';
 import { startIngress, type RunningIngress } from './server.js';
 
@@ -35,6 +36,7 @@ async function main(): Promise<void> {
   const dashboard = new Dashboard({ port: dashboardPort(environment), host: config.host, logger });
   // A key changed through any ingress: drop our cached record now.
   const transport = createRedisIngressTransport(redisUrl, settings, config, logger, (publicId) => ingress?.keys.invalidate(publicId));
+  const responseEvents = openResponseEventLog(config, settings.redisPrefix, logger);
   ingress = await startIngress({
     port: config.port,
     host: config.host,
@@ -48,6 +50,7 @@ async function main(): Promise<void> {
     maxQueuedStreamBytes: config.maxQueuedStreamBytes,
     keyCacheMs: config.keyCacheMs,
     announceKeyChange: (publicId) => transport.announceKeyChange(publicId),
+    responses: { log: responseEvents.log, retentionMs: config.responseRetentionMs, purgeIntervalMs: config.responsePurgeIntervalMs },
     extend: dashboard.extend,
   });
   const dashboardOwnPort = await dashboard.listen();
@@ -61,6 +64,7 @@ async function main(): Promise<void> {
     await ingress!.drain(config.drainDeadlineMs); // stops accepting, waits for open streams, closes the transport
     await counters.close();
     await quitQuietly(countersRedis);
+    await responseEvents.close();
     await store.close();
   });
 }

@@ -20,6 +20,9 @@ import { countMessageTokens } from './surfaces/messages/count-tokens.js';
 import { renderMessagesError } from './surfaces/messages/messages-errors.js';
 import { messagesSurface } from './surfaces/messages/messages-surface.js';
 import { loadUws } from './uws-loader.js';
+import { registerResponsesRoutes } from './surfaces/responses/responses-routes.js';
+import type { ResponseEventLog } from '../shared/responses/response-event-log.js';
+import { MemoryResponseEventLog } from '../shared/responses/memory-response-event-log.js';
 
 export interface IngressOptions {
   port: number;
@@ -34,6 +37,8 @@ export interface IngressOptions {
   maxQueuedStreamBytes: number;
   keyCacheMs: number;
   announceKeyChange?: (publicId: string) => void | Promise<void>;
+  /** The Responses API's stored responses and replay log (a memory log when absent). */
+  responses?: { log: ResponseEventLog; retentionMs: number; purgeIntervalMs: number };
   /** Extra routes (the dashboard) registered on the same app. */
   extend?: (app: TemplatedApp, context: IngressContext) => void;
 }
@@ -113,6 +118,8 @@ export async function startIngress(options: IngressOptions): Promise<RunningIngr
       replyRendered(res, state, renderMessagesError(new GatewayError('method_not_allowed', `Use POST for ${path}.`)));
     });
   }
+  const responses = options.responses ?? { log: new MemoryResponseEventLog(), retentionMs: 30 * 86_400_000, purgeIntervalMs: 3_600_000 };
+  registerResponsesRoutes(app, { ...responses, pipeline, keys, store: options.store, logger: options.logger, cancelJob: (jobId) => options.transport.cancel(jobId) });
   const admin: AdminDependencies = { store: options.store, counters: options.counters, keys, adminToken: options.adminToken, logger: options.logger, announceKeyChange: options.announceKeyChange };
   registerAdminRoutes(app, admin, options.maxBodyBytes);
   options.extend?.(app, { admin, catalog: options.catalog, maxBodyBytes: options.maxBodyBytes });

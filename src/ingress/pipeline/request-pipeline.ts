@@ -59,7 +59,7 @@ export function createSurfaceHandler(surface: Surface, dependencies: PipelineDep
     if (!body) return;
     copied.bodyRead = true;
     const key = await authenticate(keys, copied.credential);
-    const request = surface.parse(parseJsonBody(body), copied.headers);
+    const request = await surface.parse(parseJsonBody(body), copied.headers, { keyId: key.id });
     const targets = resolveTargets(catalog, request);
     const admitted = await admitRequest(counters, key, request, targets, state.requestId);
     state.extraHeaders = admitted.headers;
@@ -86,20 +86,27 @@ export function createSurfaceHandler(surface: Surface, dependencies: PipelineDep
       router.unregister(job.id);
       dependencies.openRequests.delete(job.id);
     };
-    const pending = job.stream ? streamingReply(res, state, context, finish) : jsonReply(res, state, context, finish);
-    onCancel.cancel = () => {
+    const takeover = surface.takeOver?.({
+      res, state, context, keyId: key.id, maxQueuedStreamBytes: dependencies.maxQueuedStreamBytes, finish,
+      cancelJob: () => transport.cancel(job.id),
+      fail: (error) => fail(res, state, error),
+    });
+    const pending = takeover?.pending ?? (job.stream ? streamingReply(res, state, context, finish) : jsonReply(res, state, context, finish));
+    onCancel.cancel = takeover ? takeover.clientGone : () => {
       finish();
       transport.cancel(job.id);
     };
     router.register(job.id, pending);
     dependencies.openRequests.add(job.id);
     try {
+      await takeover?.ready;
       await transport.enqueue(job);
     } catch (error) {
       finish();
       await release();
       throw error;
     }
+    takeover?.enqueued?.();
   }
 
   function fail(res: HttpResponse, state: ReplyState, error: unknown, closeConnection = false): void {

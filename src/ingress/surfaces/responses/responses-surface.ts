@@ -1,0 +1,155 @@
+import type { Logger } from 'pino';
+import type { ChoiceDelta } from '../../../shared/job.js';
+import type { InternalRequest } from '../../../shared/internal/request.js';
+import type { ResponseEventLog } from '../../../shared/responses/response-event-log.js';
+import type { Store } from '../../../shared/store/store.js';
+import type { CompletionChoice } from '../../../shared/providers/provider-adapter.js';
+import { replyJson } from '../../http-reply.js';
+import { SseWriter } from '../../sse-writer.js';
+import type { JobTakeover, RenderContext, Surface, TakeoverStart } from '../../pipeline/surface.js';
+import { renderResponsesError } from './responses-errors.js';
+import { ResponseEventBuilder, sseFrames } from './responses-events.js';
+import { echoedSettings, responseIdOf, type ResponseShell } from './responses-object.js';
+import { ResponseRun, type RunClient } from './response-run.js';
+import { parseResponsesRequest, type ResponsesRequest } from './responses-schema.js';
+import { responsesToInternal } from './responses-to-internal.js';
+import { resolveConversation, withItemIds, type Conversation } from './stored-conversation.js';
+
+// POST /v1/responses: OpenAI's Responses API on the shared pipeline, translated to whichever
+// target the model resolves to. Answers are relayed by a ResponseRun (takeOver), which stores
+// them, keeps background streams for replay and lets background jobs outlive their request.
+
+export interface ResponsesDependencies {
+  store: Store;
+  log: ResponseEventLog;
+  logger: Logger;
+  /** How long stored responses are kept (SWITCHBOARD_RESPONSE_RETENTION_DAYS). */
+  retentionMs: number;
+  /** Runs relayed by this ingress, by response id, for cancellation. */
+  runs: Map<string, ResponseRun>;
+}
+
+interface Parsed {
+  request: ResponsesRequest;
+  conversation: Conversation;
+}
+
+function shellOf(context: RenderContext, request: ResponsesRequest): ResponseShell {
+  return { id: responseIdOf(context.jobId), createdAt: context.created, model: request.model, settings: echoedSettings(request) };
+}
+
+/** A whole answer as the deltas it would have streamed, so one builder renders both. */
+function choiceDeltas(choice: CompletionChoice | undefined): ChoiceDelta[] {
+  const deltas: ChoiceDelta[] = [];
+  let call = 0;
+  for (const part of choice?.parts ?? []) {
+    if (part.type === 'text') deltas.push({ index: 0, content: part.text });
+    else if (part.type === 'refusal') deltas.push({ index: 0, refusal: part.text });
+    else if (part.type === 'reasoning') deltas.push({ index: 0, reasoning: part.text, ...(part.signature ? { signature: part.signature } : {}) });
+    else if (part.type === 'redacted_reasoning') deltas.push({ index: 0, redactedReasoning: part.data });
+    else if (part.type === 'tool_call') deltas.push({ index: 0, toolCalls: [{ index: call++, id: part.id, type: 'function', function: { name: part.name, arguments: part.arguments } }] });
+  }
+  if (choice) deltas.push({ index: 0, finishReason: choice.finishReason });
+  return deltas;
+}
+
+export function createResponsesSurface(dependencies: ResponsesDependencies): Surface {
+  const parsedRequests = new WeakMap<InternalRequest, Parsed>();
+  const parsedOf = (context: RenderContext): Parsed => parsedRequests.get(context.request) ?? { request: { model: context.request.model }, conversation: { contextItems: [], inputItems: [] } };
+
+  function takeOver(start: TakeoverStart): JobTakeover {
+    const { request, conversation } = parsedOf(start.context);
+    const shell = shellOf(start.context, request);
+    const background = request.background === true;
+    const stream = request.stream === true;
+    const run = new ResponseRun(
+      {
+        responseId: shell.id,
+        keyId: start.keyId,
+        store: request.store !== false,
+        background,
+        createdAtIso: new Date(start.context.created * 1000).toISOString(),
+        retentionMs: dependencies.retentionMs,
+        inputItems: withItemIds(conversation.inputItems, shell.id),
+        contextItems: conversation.contextItems,
+      },
+      new ResponseEventBuilder(shell),
+      {
+        cancelJob: start.cancelJob,
+        finish: () => {
+          dependencies.runs.delete(shell.id);
+          start.finish();
+        },
+      },
+      dependencies,
+    );
+    dependencies.runs.set(shell.id, run);
+
+    // Nothing reaches the client before the job is queued: a refused enqueue is still a plain error.
+    let released = false;
+    const held: Array<() => void> = [];
+    const whenReleased = (action: () => void) => (released ? action() : held.push(action));
+    let client: RunClient;
+    if (stream) {
+      const writer = new SseWriter(start.res, start.state, start.maxQueuedStreamBytes, () => (background ? run.detach() : void run.cancel()));
+      client = {
+        events: (events) => {
+          const frames = sseFrames(events);
+          whenReleased(() => writer.send(frames));
+        },
+        end: () => whenReleased(() => writer.end('')),
+      };
+    } else {
+      client = {
+        end: ({ response, error }) => {
+          if (error) start.fail(error);
+          else replyJson(start.res, start.state, 200, JSON.stringify(response));
+        },
+      };
+    }
+    // A background request is answered at once; its run goes on without a client.
+    if (!background || stream) run.attach(client);
+    return {
+      pending: run,
+      ready: run.begin(),
+      enqueued: () => {
+        released = true;
+        for (const action of held.splice(0)) action();
+        if (background && !stream) replyJson(start.res, start.state, 200, JSON.stringify(run.snapshot()));
+      },
+      clientGone: () => {
+        if (background) run.detach();
+        else void run.cancel();
+      },
+    };
+  }
+
+  return {
+    name: 'responses',
+    async parse(body, _headers, caller) {
+      const request = parseResponsesRequest(body);
+      const conversation = await resolveConversation(dependencies.store, caller.keyId, request);
+      const internal = responsesToInternal(request, [...conversation.contextItems, ...conversation.inputItems]);
+      parsedRequests.set(internal, { request, conversation });
+      return internal;
+    },
+    renderError: renderResponsesError,
+    renderCompletion(context, event) {
+      const builder = new ResponseEventBuilder(shellOf(context, parsedOf(context).request));
+      builder.start(false);
+      builder.deltas(choiceDeltas(event.choices[0]));
+      builder.finish(event.usage, Math.floor(Date.now() / 1000));
+      return JSON.stringify(builder.final);
+    },
+    createStream(context) {
+      const builder = new ResponseEventBuilder(shellOf(context, parsedOf(context).request));
+      return {
+        start: () => sseFrames([...builder.start(false), ...builder.running()]),
+        deltas: (deltas) => sseFrames(builder.deltas(deltas)),
+        finish: (_model, usage) => sseFrames(builder.finish(usage, Math.floor(Date.now() / 1000))),
+        error: (error) => sseFrames(builder.fail(error)),
+      };
+    },
+    takeOver,
+  };
+}
