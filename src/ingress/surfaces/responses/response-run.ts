@@ -42,6 +42,8 @@ export class ResponseRun implements PendingJob {
   private chain: Promise<void> = Promise.resolve();
   private client: RunClient | undefined;
   private over = false;
+  /** The response as it was accepted (queued, for a background request). */
+  accepted: Json | undefined;
 
   constructor(
     private readonly settings: RunSettings,
@@ -74,6 +76,7 @@ export class ResponseRun implements PendingJob {
   /** The opening events, and (background) the queued response in the store, before the job is queued. */
   async begin(): Promise<void> {
     const events = this.builder.start(this.settings.background);
+    this.accepted = this.builder.snapshot();
     if (this.settings.background) {
       await this.persist('queued', this.builder.snapshot('queued'), false);
       await this.dependencies.log.append(this.settings.responseId, events);

@@ -115,7 +115,7 @@ export function createResponsesSurface(dependencies: ResponsesDependencies): Sur
       enqueued: () => {
         released = true;
         for (const action of held.splice(0)) action();
-        if (background && !stream) replyJson(start.res, start.state, 200, JSON.stringify(run.snapshot()));
+        if (background && !stream) replyJson(start.res, start.state, 200, JSON.stringify(run.accepted ?? run.snapshot()));
       },
       clientGone: () => {
         if (background) run.detach();
