@@ -41,8 +41,15 @@ export class ResponseEventBuilder {
   }
 
   snapshot(status = this.status, extra: Json = {}): Json {
-    const output = this.open ? [...this.output, { ...this.open.item }] : [...this.output];
+    const output = this.open ? [...this.output, this.partialItem(this.open)] : [...this.output];
     return responseObject(this.shell, status, output, extra);
+  }
+
+  /** An item still being generated, with what it holds so far. */
+  private partialItem(open: OpenItem): Json {
+    if (open.kind === 'message') return { ...open.item, content: [{ type: 'output_text', text: open.text, annotations: [], logprobs: [] }] };
+    if (open.kind === 'function_call') return { ...open.item, arguments: open.text };
+    return open.partOpen ? { ...open.item, summary: [{ type: 'summary_text', text: open.text }] } : { ...open.item };
   }
 
   /** The opening events; a background response starts queued. */
