@@ -1,6 +1,6 @@
 import OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
-import { createKey } from './support/api-client.js';
+import { createKey, eventually } from './support/api-client.js';
 import { useGateway } from './http/gateway-context.js';
 
 // POST /v1/responses through the official openai client, against a Chat Completions provider
@@ -121,6 +121,26 @@ describe('responses.stream', () => {
     const final = await stream.finalResponse();
     expect(argumentDeltas.join('')).toBe('{"city":"Lima"}');
     expect(final.output[0]).toMatchObject({ type: 'function_call', name: 'get_weather', arguments: '{"city":"Lima"}' });
+  });
+
+  it('stops the upstream call when a streaming client (not background) disconnects', async () => {
+    context.double.script('alpha', { kind: 'text', chunks: Array.from({ length: 40 }, (_, index) => `w${index} `), chunkDelayMs: 100 });
+    const controller = new AbortController();
+    const response = await fetch(`${context.deployment.url()}/v1/responses`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${context.key.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'svc/alpha', input: 'Go on', stream: true }),
+      signal: controller.signal,
+    });
+    const reader = response.body!.getReader();
+    let text = '';
+    while (!text.includes('response.output_text.delta')) text += new TextDecoder().decode((await reader.read()).value);
+    const responseId = /"id":"(resp_[0-9a-f]+)"/.exec(text)![1]!;
+    const abortedAt = Date.now();
+    controller.abort();
+    await eventually(() => expect(context.double.aborted).toHaveLength(1), 1000);
+    expect(Date.now() - abortedAt).toBeLessThan(1000);
+    await eventually(async () => expect((await client().responses.retrieve(responseId)).status).toBe('cancelled'));
   });
 
   it('ends a stream whose provider fails after the first token with an error the SDK raises', async () => {
