@@ -1,6 +1,8 @@
+import { relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startAnthropicProviderDouble, type AnthropicProviderDouble } from './doubles/anthropic-provider-double.js';
+import { ANTHROPIC_FIXTURES_DIR, startAnthropicProviderDouble, type AnthropicProviderDouble } from './doubles/anthropic-provider-double.js';
 import { startGeminiProviderDouble, type GeminiProviderDouble } from './doubles/gemini-provider-double.js';
 import { startOpenAiProviderDouble, type OpenAiProviderDouble } from './doubles/openai-provider-double.js';
 import { adminRequest, createKey, eventually, type CreatedKey } from './support/api-client.js';
@@ -62,6 +64,29 @@ describe('Responses to an Anthropic target', () => {
     const messages = anthropic.requests.at(-1)!.body.messages;
     expect(messages[1]).toMatchObject({ role: 'assistant', content: [{ type: 'tool_use', id: call.call_id, name: 'get_weather', input: { city: 'Turin' } }] });
     expect(messages[2]).toMatchObject({ role: 'user', content: [{ type: 'tool_result', tool_use_id: call.call_id, content: 'fog' }] });
+  });
+
+  it('returns thinking as a reasoning item that carries its signature back to Anthropic', async () => {
+    const thinkingFixture = relative(ANTHROPIC_FIXTURES_DIR, fileURLToPath(new URL('./fixtures/anthropic-thinking-tool-use.sse', import.meta.url)));
+    anthropic.script('claude-test', { kind: 'fixture', file: thinkingFixture });
+    const summaries: string[] = [];
+    const stream = client().responses.stream({ model: 'svc/claude-test', input: 'Weather in Graz?', tools: [weather] });
+    stream.on('response.reasoning_summary_text.delta', (event) => summaries.push(event.delta));
+    const first = await stream.finalResponse();
+    expect(summaries.join('')).toBe('The user wants the weather. I will call get_weather.');
+    expect(first.output.map((item) => item.type)).toEqual(['reasoning', 'function_call']);
+    expect(first.output[0]).toMatchObject({ summary: [{ type: 'summary_text', text: 'The user wants the weather. I will call get_weather.' }], encrypted_content: 'EqQBCkYIARgCIkBsig0123456789abcdef' });
+    const call = first.output[1] as OpenAI.Responses.ResponseFunctionToolCall;
+    expect(call).toMatchObject({ call_id: 'toolu_01WeatherCall', arguments: '{"city":"Graz"}' });
+    anthropic.script('claude-test', { kind: 'text', text: 'Mild in Graz.' });
+    await client().responses.create({ model: 'svc/claude-test', previous_response_id: first.id, input: [{ type: 'function_call_output', call_id: call.call_id, output: 'mild' }], tools: [weather] });
+    expect(anthropic.requests.at(-1)!.body.messages[1]).toEqual({
+      role: 'assistant',
+      content: [
+        { type: 'thinking', thinking: 'The user wants the weather. I will call get_weather.', signature: 'EqQBCkYIARgCIkBsig0123456789abcdef' },
+        { type: 'tool_use', id: 'toolu_01WeatherCall', name: 'get_weather', input: { city: 'Graz' } },
+      ],
+    });
   });
 });
 
