@@ -13,6 +13,9 @@ import type { ResponseEventBuilder } from './responses-events.js';
 
 type Json = Record<string, unknown>;
 
+/** How often a running background response's partial output is written, for other ingresses' GETs. */
+const progressSaveMs = 1000;
+
 export interface RunSettings {
   responseId: string;
   keyId: string;
@@ -42,6 +45,7 @@ export class ResponseRun implements PendingJob {
   private chain: Promise<void> = Promise.resolve();
   private client: RunClient | undefined;
   private over = false;
+  private lastProgressSave = 0;
   /** The response as it was accepted (queued, for a background request). */
   accepted: Json | undefined;
 
@@ -133,6 +137,14 @@ export class ResponseRun implements PendingJob {
       }
       case 'deltas': {
         const events = this.builder.deltas(event.deltas);
+        const now = Date.now();
+        if (this.settings.background && now - this.lastProgressSave >= progressSaveMs) {
+          this.lastProgressSave = now;
+          const progress = this.builder.snapshot('in_progress');
+          this.then(async () => {
+            await this.persist('in_progress', progress);
+          });
+        }
         this.then(() => this.deliver(events));
         return;
       }
