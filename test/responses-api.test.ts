@@ -78,6 +78,26 @@ describe('responses.create', () => {
     expect(context.double.requests.at(-1)!.body.tools.map((tool: { function: { name: string } }) => tool.function.name)).toEqual(['get_weather']);
   });
 
+  it('falls back to the next model when the first fails before its first token', async () => {
+    context.double.script('alpha', { kind: 'error', status: 503, message: 'overloaded' });
+    context.double.script('beta', { kind: 'text', text: 'Beta answered' });
+    const params = { model: 'svc/alpha', input: 'Hi', fallbacks: ['svc/beta'] } as OpenAI.Responses.ResponseCreateParamsNonStreaming;
+    const response = await client().responses.create(params);
+    expect(response.output_text).toBe('Beta answered');
+    expect(context.double.requests.map((request) => request.model)).toEqual(['alpha', 'beta']);
+  });
+
+  it('refuses invalid requests with the parameter named', async () => {
+    await expect(client().responses.create({ model: 'svc/alpha', input: [{ role: 'robot' as 'user', content: 'Hi' }] })).rejects.toMatchObject({ status: 400, param: 'input[0].role' });
+    await expect(client().responses.create({ model: 'svc/alpha', input: 'Hi', temperature: 3 })).rejects.toMatchObject({ status: 400, param: 'temperature' });
+    context.double.script('alpha', { kind: 'text', text: 'Not background' });
+    const plain = await client().responses.create({ model: 'svc/alpha', input: 'Hi' });
+    const replay = await fetch(`${context.deployment.url()}/v1/responses/${plain.id}?stream=true`, { headers: { authorization: `Bearer ${context.key.key}` } });
+    expect(replay.status).toBe(400);
+    expect((await replay.json()).error).toMatchObject({ type: 'invalid_request_error', param: 'stream' });
+    await expect(client().responses.cancel(plain.id)).rejects.toMatchObject({ status: 400 });
+  });
+
   it('answers errors in the OpenAI shape', async () => {
     await expect(client().responses.create({ model: 'svc/no-such-model', input: 'Hi' })).rejects.toMatchObject({ status: 404, code: 'model_not_found' });
     await expect(client().responses.create({ model: 'svc/alpha', input: 'Hi', previous_response_id: 'resp_0123456789abcdef0123456789abcdef' })).rejects.toMatchObject({ status: 404, param: 'previous_response_id' });
