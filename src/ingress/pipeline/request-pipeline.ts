@@ -103,6 +103,7 @@ export function createSurfaceHandler(surface: Surface, dependencies: PipelineDep
       await transport.enqueue(job);
     } catch (error) {
       finish();
+      takeover?.refused?.();
       await release();
       throw error;
     }

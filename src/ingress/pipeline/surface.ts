@@ -66,6 +66,8 @@ export interface JobTakeover {
   ready?: Promise<void>;
   /** The job is queued. */
   enqueued?(): void;
+  /** The job could not be queued (the pipeline answers the error): undo what `ready` did. */
+  refused?(): void;
   /** The client went away. */
   clientGone(): void;
 }

@@ -174,7 +174,6 @@ export class ResponseRun implements PendingJob {
 
   private terminate(events: LoggedEvent[], error?: GatewayError): void {
     this.over = true;
-    this.hooks.finish();
     const response = this.builder.final!;
     this.then(async () => {
       // Stored before the client sees the end: its next request may name this response.
@@ -184,6 +183,19 @@ export class ResponseRun implements PendingJob {
       if (this.settings.background) await this.dependencies.log.end(this.settings.responseId);
       this.client?.end({ response, error });
     });
+    // Released once written: a draining ingress waits for it before closing the store.
+    this.then(() => this.hooks.finish());
+  }
+
+  /** The job was never queued: nothing of this response may remain. */
+  abandon(): void {
+    this.over = true;
+    this.hooks.finish();
+    if (!this.settings.background) return;
+    this.then(async () => {
+      await this.dependencies.store.deleteResponse(this.settings.responseId, this.settings.keyId);
+      await this.dependencies.log.end(this.settings.responseId);
+    });
   }
 
   /** Stops the job; what was produced stays in the response. Resolves with the cancelled response. */
@@ -191,13 +203,13 @@ export class ResponseRun implements PendingJob {
     if (!this.over) {
       this.over = true;
       this.hooks.cancelJob();
-      this.hooks.finish();
       const response = this.builder.cancel();
       this.then(async () => {
         await this.persist('cancelled', response);
         if (this.settings.background) await this.dependencies.log.end(this.settings.responseId);
         this.client?.end({ response });
       });
+      this.then(() => this.hooks.finish());
     }
     await this.chain;
     return this.snapshot();

@@ -117,6 +117,7 @@ export function createResponsesSurface(dependencies: ResponsesDependencies): Sur
         for (const action of held.splice(0)) action();
         if (background && !stream) replyJson(start.res, start.state, 200, JSON.stringify(run.accepted ?? run.snapshot()));
       },
+      refused: () => run.abandon(),
       clientGone: () => {
         if (background) run.detach();
         else void run.cancel();
