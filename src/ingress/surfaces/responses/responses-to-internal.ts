@@ -7,6 +7,7 @@ import type { ResponseItem, ResponsesRequest } from './responses-schema.js';
 // (web_search, file_search, code_interpreter, custom...) cannot run on the targets the gateway
 // translates to, so they are dropped rather than refused: Codex sends web_search by default.
 // The job always streams: one event path serves streamed, non-streamed and background answers.
+// A target that speaks Responses itself gets the client's own fields and items (extras).
 
 type Json = Record<string, unknown>;
 
@@ -41,6 +42,24 @@ function responseFormat(request: ResponsesRequest): ResponseFormat | undefined {
   return result;
 }
 
+/** Fields the gateway handles itself; every other field reaches a Responses-speaking target as sent. */
+const handledHere = new Set(['model', 'input', 'fallbacks', 'stream', 'stream_options', 'store', 'background', 'previous_response_id', 'max_output_tokens', 'temperature', 'top_p']);
+
+/** Ids the gateway gave its own items mean nothing to the provider (which stores nothing). */
+const gatewayItemId = /^(?:msg|fc|rs)_[0-9a-f]{32}_\w+$/;
+
+/** The request as a Responses-speaking target should get it: the client's fields, the conversation's items. */
+function nativeFields(request: ResponsesRequest, items: ResponseItem[]): Record<string, unknown> {
+  const fields: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(request)) if (!handledHere.has(key) && value !== undefined && value !== null) fields[key] = value;
+  fields.input = items.map((item) => {
+    if (typeof item.id !== 'string' || !gatewayItemId.test(item.id)) return item;
+    const { id: _id, ...rest } = item;
+    return rest;
+  });
+  return fields;
+}
+
 export function responsesToInternal(request: ResponsesRequest, items: ResponseItem[]): InternalRequest {
   const messages: InternalMessage[] = itemsToMessages(items);
   // instructions apply to this request only (not inherited through previous_response_id).
@@ -61,5 +80,6 @@ export function responsesToInternal(request: ResponsesRequest, items: ResponseIt
   } else if (request.tool_choice === 'none') internal.toolChoice = { type: 'none' };
   const format = responseFormat(request);
   if (format) internal.responseFormat = format;
+  internal.extras = { 'openai-responses': nativeFields(request, items) };
   return internal;
 }
