@@ -5,9 +5,9 @@ import { startResponsesProviderDouble, type ResponsesProviderDouble } from './do
 import { createKey, type CreatedKey } from './support/api-client.js';
 import { startEmbeddedDeployment, type TestDeployment } from './support/gateway-harness.js';
 
-// Providers that speak the Responses API themselves (catalog `api: openai-responses`, such as
-// OpenAI): a Responses client's request reaches them with its own fields and items (hosted tools,
-// include, encrypted reasoning), and other clients' requests are translated to it.
+// Providers that speak the Responses API besides Chat Completions (catalog `api: openai-responses`,
+// as OpenAI does): a Responses client's request reaches their /responses with its own fields and
+// items (hosted tools, include, encrypted reasoning); other clients keep using Chat Completions.
 
 let openai: OpenAiProviderDouble;
 let native: ResponsesProviderDouble;
@@ -80,16 +80,17 @@ describe('a Responses client on a Responses-speaking target', () => {
 });
 
 describe('a Chat Completions client on a Responses-speaking target', () => {
-  it('is translated to Responses items and gets a chat completion back', async () => {
+  it('keeps using Chat Completions there, with a tool round trip', async () => {
     native.script('native-upstream', { kind: 'function_call', name: 'get_weather', arguments: '{"city":"Ulm"}', callId: 'call_chat_1' });
     const completion = await client().chat.completions.create({
       model: 'svc/native',
-      messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Weather in Ulm?' }],
+      messages: [{ role: 'user', content: 'Weather in Ulm?' }],
+      stop: ['END'],
       tools: [{ type: 'function', function: { name: 'get_weather', parameters: weather.parameters } }],
     });
     const call = completion.choices[0]!.message.tool_calls![0]! as OpenAI.Chat.ChatCompletionMessageFunctionToolCall;
     expect(call).toMatchObject({ id: 'call_chat_1', function: { name: 'get_weather', arguments: '{"city":"Ulm"}' } });
-    expect(completion.choices[0]!.finish_reason).toBe('tool_calls');
+    expect(native.requests.at(-1)).toMatchObject({ path: '/v1/chat/completions', body: { stop: ['END'] } });
     native.script('native-upstream', { kind: 'text', chunks: ['Cold ', 'in Ulm.'] });
     const stream = await client().chat.completions.create({
       model: 'svc/native',
@@ -99,10 +100,6 @@ describe('a Chat Completions client on a Responses-speaking target', () => {
     let text = '';
     for await (const chunk of stream) text += chunk.choices[0]?.delta?.content ?? '';
     expect(text).toBe('Cold in Ulm.');
-    expect(native.requests.at(-1)!.body.input).toEqual([
-      { role: 'user', content: 'Weather in Ulm?' },
-      { type: 'function_call', call_id: 'call_chat_1', name: 'get_weather', arguments: '{"city":"Ulm"}' },
-      { type: 'function_call_output', call_id: 'call_chat_1', output: 'cold' },
-    ]);
+    expect(native.requests.at(-1)!.path).toBe('/v1/chat/completions');
   });
 });

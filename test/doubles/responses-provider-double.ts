@@ -1,6 +1,7 @@
 // Test double of a provider that speaks OpenAI's Responses API (POST /v1/responses), streamed and
 // not, with event shapes as FORMATS-2.md §1 describes them (text, function calls, reasoning items
-// with encrypted content, usage with cached and reasoning details).
+// with encrypted content, usage with cached and reasoning details), and, as OpenAI does, Chat
+// Completions beside it (POST /v1/chat/completions, the same scripts in that format).
 import { randomBytes } from 'node:crypto';
 import { readJsonBody, startProviderDoubleServer, type ProviderDouble, type ProviderExchange } from './provider-double-server.js';
 
@@ -70,6 +71,25 @@ function events(behaviour: Exclude<ResponsesBehaviour, { kind: 'error' }>, model
   return list.map((event, sequence) => ({ ...event, sequence_number: sequence }));
 }
 
+/** The same scripted answer as Chat Completions. */
+function chatAnswer(behaviour: Exclude<ResponsesBehaviour, { kind: 'error' }>, model: string, stream: boolean): string {
+  const base = { id: `chatcmpl-${hex()}`, created: Math.floor(Date.now() / 1000), model };
+  const usage = { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 };
+  const call = behaviour.kind === 'function_call' ? { id: behaviour.callId ?? `call_${hex()}`, type: 'function', function: { name: behaviour.name, arguments: behaviour.arguments } } : undefined;
+  const finish = call ? 'tool_calls' : 'stop';
+  if (!stream) {
+    const message = call ? { role: 'assistant', content: null, tool_calls: [call] } : { role: 'assistant', content: (behaviour as { chunks: string[] }).chunks.join('') };
+    return JSON.stringify({ ...base, object: 'chat.completion', choices: [{ index: 0, message, finish_reason: finish }], usage });
+  }
+  const chunk = (delta: unknown, finishReason: string | null = null) => `data: ${JSON.stringify({ ...base, object: 'chat.completion.chunk', choices: [{ index: 0, delta, finish_reason: finishReason }] })}\n\n`;
+  let frames = chunk({ role: 'assistant', content: '' });
+  if (call) frames += chunk({ tool_calls: [{ index: 0, ...call }] });
+  else for (const piece of (behaviour as { chunks: string[] }).chunks) frames += chunk({ content: piece });
+  frames += chunk({}, finish);
+  frames += `data: ${JSON.stringify({ ...base, object: 'chat.completion.chunk', choices: [], usage })}\n\ndata: [DONE]\n\n`;
+  return frames;
+}
+
 async function handle(exchange: ProviderExchange, state: { next(model: string): ResponsesBehaviour; requests: ResponsesRecordedRequest[] }): Promise<void> {
   const { req, res } = exchange;
   const body = (await readJsonBody(req)).json;
@@ -80,6 +100,11 @@ async function handle(exchange: ProviderExchange, state: { next(model: string): 
   if (behaviour.kind === 'error') {
     res.writeHead(behaviour.status, { 'content-type': 'application/json' });
     res.end(JSON.stringify({ error: { message: behaviour.message ?? 'Scripted failure', type: 'server_error', param: null, code: null } }));
+    return;
+  }
+  if (req.url?.endsWith('/chat/completions')) {
+    res.writeHead(200, { 'content-type': body?.stream ? 'text/event-stream' : 'application/json' });
+    res.end(chatAnswer(behaviour, model, body?.stream === true));
     return;
   }
   if (!body?.stream) {

@@ -37,8 +37,7 @@ export function finishReasonOf(response: Json, sawToolCall: boolean): FinishReas
   return sawToolCall ? 'tool_calls' : 'stop';
 }
 
-export function parseResponsesBody(body: string): NormalizedCompletion {
-  const response = JSON.parse(body) as Json;
+export function parseResponsesBody(response: Json): NormalizedCompletion {
   const parts: OutputPart[] = [];
   for (const item of (response.output as Json[] | undefined) ?? []) {
     if (item.type === 'message') {
