@@ -15,7 +15,7 @@ import type { KeyDirectory } from '../key-directory.js';
 import { SseWriter } from '../sse-writer.js';
 import { resolveTargets } from './model-resolution.js';
 import { replyRendered } from './surface-reply.js';
-import type { RenderContext, Surface, SurfaceHeaders } from './surface.js';
+import type { JobTakeover, RenderContext, RenderingSurface, Surface, SurfaceHeaders } from './surface.js';
 
 // The one request pipeline every client API runs on: authenticate from the headers, read and parse
 // the body (the surface's part), resolve the models, admit (limits and reservation), register for
@@ -86,12 +86,17 @@ export function createSurfaceHandler(surface: Surface, dependencies: PipelineDep
       router.unregister(job.id);
       dependencies.openRequests.delete(job.id);
     };
-    const takeover = surface.takeOver?.({
-      res, state, context, keyId: key.id, maxQueuedStreamBytes: dependencies.maxQueuedStreamBytes, finish,
-      cancelJob: () => transport.cancel(job.id),
-      fail: (error) => fail(res, state, error),
-    });
-    const pending = takeover?.pending ?? (job.stream ? streamingReply(res, state, context, finish) : jsonReply(res, state, context, finish));
+    let takeover: JobTakeover | undefined;
+    let pending: PendingJob;
+    if (surface.takeOver === undefined) pending = job.stream ? streamingReply(surface, res, state, context, finish) : jsonReply(surface, res, state, context, finish);
+    else {
+      takeover = surface.takeOver({
+        res, state, context, keyId: key.id, maxQueuedStreamBytes: dependencies.maxQueuedStreamBytes, finish,
+        cancelJob: () => transport.cancel(job.id),
+        fail: (error) => fail(res, state, error),
+      });
+      pending = takeover.pending;
+    }
     onCancel.cancel = takeover ? takeover.clientGone : () => {
       finish();
       transport.cancel(job.id);
@@ -115,12 +120,12 @@ export function createSurfaceHandler(surface: Surface, dependencies: PipelineDep
     replyRendered(res, state, surface.renderError(gatewayError), closeConnection);
   }
 
-  function jsonReply(res: HttpResponse, state: ReplyState, context: RenderContext, finish: () => void): PendingJob {
+  function jsonReply(rendering: RenderingSurface, res: HttpResponse, state: ReplyState, context: RenderContext, finish: () => void): PendingJob {
     return {
       onEvent(event) {
         if (event.type === 'completed') {
           finish();
-          replyRendered(res, state, { status: 200, body: surface.renderCompletion(context, event), headers: [] });
+          replyRendered(res, state, { status: 200, body: rendering.renderCompletion(context, event), headers: [] });
         } else if (event.type === 'failed') {
           finish();
           fail(res, state, errorFromDescription(event.error));
@@ -133,12 +138,12 @@ export function createSurfaceHandler(surface: Surface, dependencies: PipelineDep
     };
   }
 
-  function streamingReply(res: HttpResponse, state: ReplyState, context: RenderContext, finish: () => void): PendingJob {
+  function streamingReply(rendering: RenderingSurface, res: HttpResponse, state: ReplyState, context: RenderContext, finish: () => void): PendingJob {
     const writer = new SseWriter(res, state, dependencies.maxQueuedStreamBytes, () => {
       finish();
       transport.cancel(state.requestId);
     });
-    const renderer = surface.createStream(context);
+    const renderer = rendering.createStream(context);
     let opened = false;
     const failStream = (error: GatewayError) => {
       finish();

@@ -72,18 +72,28 @@ export interface JobTakeover {
   clientGone(): void;
 }
 
-export interface Surface {
+interface SurfaceCommon {
   /** Names the surface in logs. */
   readonly name: string;
   parse(body: unknown, headers: SurfaceHeaders, caller: Caller): InternalRequest | Promise<InternalRequest>;
   renderError(error: GatewayError): RenderedError;
-  renderCompletion(context: RenderContext, event: Extract<JobEventBody, { type: 'completed' }>): string;
-  createStream(context: RenderContext): StreamRenderer;
   /** Response headers that every answer of this surface carries. */
   readonly headers?: (context: RenderContext) => Array<[string, string]>;
-  /**
-   * Relays the job's events itself instead of the pipeline's JSON or SSE answer: for answers that
-   * outlive the request (Responses: stored, background, replayable).
-   */
-  readonly takeOver?: (start: TakeoverStart) => JobTakeover;
 }
+
+/** A surface whose answer is the request's own: the pipeline relays job events to its renderers. */
+export interface RenderingSurface extends SurfaceCommon {
+  renderCompletion(context: RenderContext, event: Extract<JobEventBody, { type: 'completed' }>): string;
+  createStream(context: RenderContext): StreamRenderer;
+  readonly takeOver?: undefined;
+}
+
+/**
+ * A surface that relays its jobs' events itself: for answers that outlive the request
+ * (Responses: stored, background, replayable).
+ */
+export interface RelayingSurface extends SurfaceCommon {
+  readonly takeOver: (start: TakeoverStart) => JobTakeover;
+}
+
+export type Surface = RenderingSurface | RelayingSurface;

@@ -56,17 +56,9 @@ export class ResponseRun implements PendingJob {
     private readonly dependencies: { store: Store; log: ResponseEventLog; logger: Logger },
   ) {}
 
-  get id(): string {
-    return this.settings.responseId;
-  }
-
   /** The response as it stands. */
   snapshot(): Json {
     return this.builder.final ?? this.builder.snapshot();
-  }
-
-  get finished(): boolean {
-    return this.over;
   }
 
   attach(client: RunClient): void {

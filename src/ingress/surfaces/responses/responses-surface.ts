@@ -1,12 +1,10 @@
 import type { Logger } from 'pino';
-import type { ChoiceDelta } from '../../../shared/job.js';
 import type { InternalRequest } from '../../../shared/internal/request.js';
 import type { ResponseEventLog } from '../../../shared/responses/response-event-log.js';
 import type { Store } from '../../../shared/store/store.js';
-import type { CompletionChoice } from '../../../shared/providers/provider-adapter.js';
 import { replyJson } from '../../http-reply.js';
 import { SseWriter } from '../../sse-writer.js';
-import type { JobTakeover, RenderContext, Surface, TakeoverStart } from '../../pipeline/surface.js';
+import type { JobTakeover, RelayingSurface, RenderContext, TakeoverStart } from '../../pipeline/surface.js';
 import { renderResponsesError } from './responses-errors.js';
 import { ResponseEventBuilder, sseFrames } from './responses-events.js';
 import { echoedSettings, responseIdOf, type ResponseShell } from './responses-object.js';
@@ -38,22 +36,7 @@ function shellOf(context: RenderContext, request: ResponsesRequest): ResponseShe
   return { id: responseIdOf(context.jobId), createdAt: context.created, model: request.model, settings: echoedSettings(request) };
 }
 
-/** A whole answer as the deltas it would have streamed, so one builder renders both. */
-function choiceDeltas(choice: CompletionChoice | undefined): ChoiceDelta[] {
-  const deltas: ChoiceDelta[] = [];
-  let call = 0;
-  for (const part of choice?.parts ?? []) {
-    if (part.type === 'text') deltas.push({ index: 0, content: part.text });
-    else if (part.type === 'refusal') deltas.push({ index: 0, refusal: part.text });
-    else if (part.type === 'reasoning') deltas.push({ index: 0, reasoning: part.text, ...(part.signature ? { signature: part.signature } : {}) });
-    else if (part.type === 'redacted_reasoning') deltas.push({ index: 0, redactedReasoning: part.data });
-    else if (part.type === 'tool_call') deltas.push({ index: 0, toolCalls: [{ index: call++, id: part.id, type: 'function', function: { name: part.name, arguments: part.arguments } }] });
-  }
-  if (choice) deltas.push({ index: 0, finishReason: choice.finishReason });
-  return deltas;
-}
-
-export function createResponsesSurface(dependencies: ResponsesDependencies): Surface {
+export function createResponsesSurface(dependencies: ResponsesDependencies): RelayingSurface {
   const parsedRequests = new WeakMap<InternalRequest, Parsed>();
   const parsedOf = (context: RenderContext): Parsed => parsedRequests.get(context.request) ?? { request: { model: context.request.model }, conversation: { contextItems: [], inputItems: [] } };
 
@@ -135,22 +118,6 @@ export function createResponsesSurface(dependencies: ResponsesDependencies): Sur
       return internal;
     },
     renderError: renderResponsesError,
-    renderCompletion(context, event) {
-      const builder = new ResponseEventBuilder(shellOf(context, parsedOf(context).request));
-      builder.start(false);
-      builder.deltas(choiceDeltas(event.choices[0]));
-      builder.finish(event.usage, Math.floor(Date.now() / 1000));
-      return JSON.stringify(builder.final);
-    },
-    createStream(context) {
-      const builder = new ResponseEventBuilder(shellOf(context, parsedOf(context).request));
-      return {
-        start: () => sseFrames([...builder.start(false), ...builder.running()]),
-        deltas: (deltas) => sseFrames(builder.deltas(deltas)),
-        finish: (_model, usage) => sseFrames(builder.finish(usage, Math.floor(Date.now() / 1000))),
-        error: (error) => sseFrames(builder.fail(error)),
-      };
-    },
     takeOver,
   };
 }
