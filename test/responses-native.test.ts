@@ -72,6 +72,17 @@ describe('a Responses client on a Responses-speaking target', () => {
     expect(input.every((item: { id?: string }) => item.id === undefined)).toBe(true);
   });
 
+  it('falls back from a rate-limited native target to a translated one', async () => {
+    native.script('native-upstream', { kind: 'error', status: 429, message: 'Rate limit reached' });
+    openai.script('alpha', { kind: 'text', text: 'Chat fallback answered' });
+    const params = { model: 'svc/native', input: 'Hi', tools: [{ type: 'web_search' }], fallbacks: ['svc/alpha'] } as OpenAI.Responses.ResponseCreateParamsNonStreaming;
+    const response = await client().responses.create(params);
+    expect(response.output_text).toBe('Chat fallback answered');
+    expect(native.requests).toHaveLength(1);
+    // The translated target got no hosted tool.
+    expect(openai.requests[0]!.body.tools).toBeUndefined();
+  });
+
   it('streams a function call from the target', async () => {
     native.script('native-upstream', { kind: 'function_call', name: 'get_weather', arguments: '{"city":"Bonn"}', callId: 'call_native_1' });
     const final = await client().responses.stream({ model: 'svc/native', input: 'Weather in Bonn?', tools: [weather] }).finalResponse();
