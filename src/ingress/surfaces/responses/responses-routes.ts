@@ -52,7 +52,7 @@ function notFound(id: string): GatewayError {
 
 export function registerResponsesRoutes(app: TemplatedApp, options: ResponsesRouteOptions): void {
   const runs = new Map<string, ResponseRun>();
-  const surface = createResponsesSurface({ store: options.store, log: options.log, logger: options.logger, retentionMs: options.retentionMs, runs });
+  const surface = createResponsesSurface({ catalog: options.pipeline.catalog, store: options.store, log: options.log, logger: options.logger, retentionMs: options.retentionMs, runs });
 
   const route = (handler: (call: Call) => Promise<void>, readsBody = false) => (res: HttpResponse, req: HttpRequest) => {
     const authorization = req.getHeader('authorization') || (req.getHeader('x-api-key') ? `Bearer ${req.getHeader('x-api-key')}` : '');

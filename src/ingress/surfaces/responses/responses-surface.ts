@@ -1,9 +1,11 @@
 import type { Logger } from 'pino';
+import type { Catalog } from '../../../shared/catalog/catalog-types.js';
 import type { InternalRequest } from '../../../shared/internal/request.js';
 import type { ResponseEventLog } from '../../../shared/responses/response-event-log.js';
 import type { Store } from '../../../shared/store/store.js';
 import { replyJson } from '../../http-reply.js';
 import { SseWriter } from '../../sse-writer.js';
+import { resolveTargets } from '../../pipeline/model-resolution.js';
 import type { JobTakeover, RelayingSurface, RenderContext, TakeoverStart } from '../../pipeline/surface.js';
 import { renderResponsesError } from './responses-errors.js';
 import { ResponseEventBuilder, sseFrames } from './responses-events.js';
@@ -18,6 +20,7 @@ import { resolveConversation, withItemIds, type Conversation } from './stored-co
 // them, keeps background streams for replay and lets background jobs outlive their request.
 
 export interface ResponsesDependencies {
+  catalog: Catalog;
   store: Store;
   log: ResponseEventLog;
   logger: Logger;
@@ -30,6 +33,16 @@ export interface ResponsesDependencies {
 interface Parsed {
   request: ResponsesRequest;
   conversation: Conversation;
+}
+
+/** Whether any model the request may use is served by a provider that speaks Responses itself. */
+function reachesNativeTarget(catalog: Catalog, request: InternalRequest): boolean {
+  try {
+    return resolveTargets(catalog, request).some((model) => model.deployments.some((deployment) => catalog.providers.get(deployment.provider)?.api === 'openai-responses'));
+  } catch {
+    // An unknown model: the pipeline answers that error right after.
+    return false;
+  }
 }
 
 function shellOf(context: RenderContext, request: ResponsesRequest): ResponseShell {
@@ -114,6 +127,8 @@ export function createResponsesSurface(dependencies: ResponsesDependencies): Rel
       const request = parseResponsesRequest(body);
       const conversation = await resolveConversation(dependencies.store, caller.keyId, request);
       const internal = responsesToInternal(request, [...conversation.contextItems, ...conversation.inputItems]);
+      // The client's own request rides along only where a target can use it: jobs stay small.
+      if (!reachesNativeTarget(dependencies.catalog, internal)) delete internal.extras;
       parsedRequests.set(internal, { request, conversation });
       return internal;
     },
