@@ -1,5 +1,7 @@
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -8,7 +10,8 @@ import { useGateway } from './http/gateway-context.js';
 
 // OpenAI's Codex CLI in exec mode, configured with a custom provider (wire_api = "responses")
 // whose base URL is the gateway, completes a prompt against the Chat Completions provider double.
-// docs/codex.md shows the same configuration for users.
+// docs/responses.md shows the same configuration for users. A recording proxy between Codex and
+// the gateway shows what Codex sent.
 
 const codexBin = fileURLToPath(new URL('../node_modules/.bin/codex', import.meta.url));
 const context = useGateway('embedded');
@@ -28,14 +31,42 @@ function runCodex(args: string[], environment: Record<string, string>, cwd: stri
   });
 }
 
+/** Forwards everything to the gateway and keeps the JSON bodies Codex POSTed. */
+async function startRecordingProxy(target: () => string): Promise<{ url: string; bodies: Array<Record<string, unknown>>; close(): Promise<void> }> {
+  const bodies: Array<Record<string, unknown>> = [];
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      const body = Buffer.concat(chunks);
+      if (req.method === 'POST') bodies.push(JSON.parse(body.toString('utf8')));
+      const upstream = http.request(`${target()}${req.url}`, { method: req.method, headers: req.headers }, (answer) => {
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+      });
+      upstream.on('error', () => res.destroy());
+      upstream.end(body);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    bodies,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+}
+
 describe('the Codex CLI', () => {
   let home: string;
   let workdir: string;
-  beforeAll(() => {
+  let proxy: Awaited<ReturnType<typeof startRecordingProxy>>;
+  beforeAll(async () => {
     home = mkdtempSync(join(tmpdir(), 'sb-codex-home-'));
     workdir = mkdtempSync(join(tmpdir(), 'sb-codex-work-'));
+    proxy = await startRecordingProxy(() => context.deployment.url());
   });
-  afterAll(() => {
+  afterAll(async () => {
+    await proxy?.close();
     rmSync(home, { recursive: true, force: true });
     rmSync(workdir, { recursive: true, force: true });
   });
@@ -52,7 +83,7 @@ describe('the Codex CLI', () => {
         '',
         '[model_providers.switchboard]',
         'name = "Switchboard"',
-        `base_url = "${context.deployment.url()}/v1"`,
+        `base_url = "${proxy.url}/v1"`,
         'env_key = "SWITCHBOARD_API_KEY"',
         'wire_api = "responses"',
         'request_max_retries = 0',
@@ -69,7 +100,10 @@ describe('the Codex CLI', () => {
     expect(result.code).toBe(0);
     const upstream = context.double.requests.find((request) => request.body.stream === true)!;
     expect(upstream.body.messages.at(-1)).toMatchObject({ role: 'user' });
-    // Codex's hosted web_search tool was dropped; its function tools reached the provider.
+    // Codex sent its hosted web_search tool and store: false; the tool was dropped, its function tools reached the provider.
+    const sent = proxy.bodies.at(-1)!;
+    expect(sent).toMatchObject({ model: 'svc/alpha', stream: true, store: false });
+    expect(sent.tools).toContainEqual(expect.objectContaining({ type: 'web_search' }));
     const tools: string[] = upstream.body.tools.map((tool: { function: { name: string } }) => tool.function.name);
     expect(tools).toContain('exec_command');
     expect(tools).not.toContain('web_search');
