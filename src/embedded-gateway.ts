@@ -10,6 +10,7 @@ import { createLogger } from './shared/logger.js';
 import { createLostWorkerBiller } from './shared/store/lost-worker-settlement.js';
 import { createUsageSettler } from './shared/store/usage-settler.js';
 import { prepareTokenCounter } from './shared/token-counter.js';
+import { openResponseEventLog } from './shared/responses/open-response-event-log.js';
 import { createJobHandler } from './workers/job-dispatch.js';
 import { ProviderClient } from './workers/provider-client.js';
 
@@ -51,6 +52,7 @@ export async function startEmbeddedGateway(options: EmbeddedOptions = {}): Promi
   const { counters } = transport;
   const client = new ProviderClient();
   const dashboard = new Dashboard({ port: dashboardPort(environment), host: config.host, logger });
+  const responseEvents = openResponseEventLog(config, readScaleOutSettings(environment).redisPrefix, logger);
   await transport.worker.start(createJobHandler({ catalog, client, store, counters, logger, workerId: transport.worker.workerId }), { concurrency: config.workerConcurrency });
   const ingress = await startIngress({
     port: config.port,
@@ -67,6 +69,7 @@ export async function startEmbeddedGateway(options: EmbeddedOptions = {}): Promi
     maxQueuedStreamBytes: config.maxQueuedStreamBytes,
     keyCacheMs: transport.keyCacheMs,
     announceKeyChange: transport.announceKeyChange,
+    responses: { log: responseEvents.log, retentionMs: config.responseRetentionMs, purgeIntervalMs: config.responsePurgeIntervalMs },
     extend: (app, context) => {
       dashboard.extend(app, context);
       options.extend?.(app, context);
@@ -90,6 +93,7 @@ export async function startEmbeddedGateway(options: EmbeddedOptions = {}): Promi
       await client.close();
       await counters.close();
       await transport.close();
+      await responseEvents.close();
       await store.close();
     },
   };

@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import Database from 'better-sqlite3';
 import pg from 'pg';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import type { LedgerEntry, NewKey, Store, UsageFilter, UsageRow } from '../src/shared/store/store.js';
+import type { LedgerEntry, NewKey, Store, StoredResponse, UsageFilter, UsageRow } from '../src/shared/store/store.js';
 import { openSqliteStore } from '../src/shared/store/sqlite-store.js';
 import { openPostgresStore } from '../src/shared/store/postgres-store.js';
 
@@ -102,6 +102,19 @@ function entry(over: Partial<LedgerEntry> & Pick<LedgerEntry, 'id' | 'keyId'>): 
     estimated: false,
     stream: false,
     createdAt: '2026-11-22T03:00:00.000Z',
+    ...over,
+  };
+}
+
+function storedResponse(over: Partial<StoredResponse> & Pick<StoredResponse, 'id' | 'keyId'>): StoredResponse {
+  return {
+    status: 'completed',
+    background: false,
+    response: { id: over.id, object: 'response', status: over.status ?? 'completed', output: [{ type: 'message', content: [{ type: 'output_text', text: 'hé ✓' }] }] },
+    inputItems: [{ type: 'message', role: 'user', content: 'hi' }],
+    contextItems: [],
+    createdAt: '2026-11-22T03:00:00.000Z',
+    expiresAt: '2026-12-22T03:00:00.000Z',
     ...over,
   };
 }
@@ -452,6 +465,57 @@ function storeConformance(name: string, makeTarget: () => StoreTarget): void {
         expect(await other.isDashboardSessionEnded('session-old')).toBe(false);
         expect(await other.isDashboardSessionEnded('session-c')).toBe(true);
         expect(await other.isDashboardSessionEnded('session-a')).toBe(true);
+      });
+    });
+
+    describe('stored responses', () => {
+      const now = '2026-11-23T00:00:00.000Z';
+
+      it('keeps a response per key and gives it back unchanged', async () => {
+        const store = await open();
+        const record = storedResponse({ id: 'resp_a', keyId: 'key_a', background: true, contextItems: [{ type: 'function_call', call_id: 'c1' }] });
+        expect(await store.saveResponse(record)).toBe(true);
+        expect(await store.getResponse('resp_a', 'key_a', now)).toEqual(record);
+        expect(await store.getResponse('resp_a', 'key_b', now)).toBeNull();
+        expect(await store.getResponse('resp_missing', 'key_a', now)).toBeNull();
+      });
+
+      it('replaces a response of the same key, never another key\'s', async () => {
+        const store = await open();
+        await store.saveResponse(storedResponse({ id: 'resp_b', keyId: 'key_a', status: 'queued' }));
+        expect(await store.saveResponse(storedResponse({ id: 'resp_b', keyId: 'key_b', status: 'completed' }))).toBe(false);
+        expect((await store.getResponse('resp_b', 'key_a', now))?.status).toBe('queued');
+        expect(await store.saveResponse(storedResponse({ id: 'resp_b', keyId: 'key_a', status: 'in_progress' }))).toBe(true);
+        expect((await store.getResponse('resp_b', 'key_a', now))?.status).toBe('in_progress');
+      });
+
+      it('does not overwrite a finished response when asked to write only unfinished ones', async () => {
+        const store = await open();
+        await store.saveResponse(storedResponse({ id: 'resp_c', keyId: 'key_a', status: 'cancelled' }));
+        expect(await store.saveResponse(storedResponse({ id: 'resp_c', keyId: 'key_a', status: 'completed' }), { onlyIfUnfinished: true })).toBe(false);
+        expect((await store.getResponse('resp_c', 'key_a', now))?.status).toBe('cancelled');
+        await store.saveResponse(storedResponse({ id: 'resp_d', keyId: 'key_a', status: 'in_progress' }));
+        expect(await store.saveResponse(storedResponse({ id: 'resp_d', keyId: 'key_a', status: 'completed' }), { onlyIfUnfinished: true })).toBe(true);
+        expect((await store.getResponse('resp_d', 'key_a', now))?.status).toBe('completed');
+      });
+
+      it('deletes only the owner\'s response', async () => {
+        const store = await open();
+        await store.saveResponse(storedResponse({ id: 'resp_e', keyId: 'key_a' }));
+        expect(await store.deleteResponse('resp_e', 'key_b')).toBe(false);
+        expect(await store.deleteResponse('resp_e', 'key_a')).toBe(true);
+        expect(await store.getResponse('resp_e', 'key_a', now)).toBeNull();
+        expect(await store.deleteResponse('resp_e', 'key_a')).toBe(false);
+      });
+
+      it('hides expired responses and purges them, keeping the others', async () => {
+        const store = await open();
+        await store.saveResponse(storedResponse({ id: 'resp_old', keyId: 'key_a', expiresAt: '2026-11-22T12:00:00.000Z' }));
+        await store.saveResponse(storedResponse({ id: 'resp_new', keyId: 'key_a', expiresAt: '2026-11-24T12:00:00.000Z' }));
+        expect(await store.getResponse('resp_old', 'key_a', now)).toBeNull();
+        expect(await store.purgeResponses(now)).toBe(1);
+        expect(await store.getResponse('resp_old', 'key_a', '2026-11-22T00:00:00.000Z')).toBeNull();
+        expect((await store.getResponse('resp_new', 'key_a', now))?.id).toBe('resp_new');
       });
     });
 

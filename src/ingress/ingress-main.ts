@@ -9,6 +9,7 @@ import { createRedisIngressTransport } from '../shared/transport/redis-transport
 import { exitOnShutdownSignal } from '../shared/shutdown.js';
 import { createLostWorkerBiller } from '../shared/store/lost-worker-settlement.js';
 import { createUsageSettler } from '../shared/store/usage-settler.js';
+import { openResponseEventLog } from '../shared/responses/open-response-event-log.js';
 import { Dashboard, dashboardPort } from './dashboard/dashboard.js';
 import { startIngress, type RunningIngress } from './server.js';
 
@@ -42,6 +43,7 @@ async function main(): Promise<void> {
   const settle = createUsageSettler({ counters, store, logger });
   const billLostWorker = createLostWorkerBiller({ catalog, settle, logger });
   const transport = createRedisIngressTransport(redisUrl, settings, config, logger, (publicId) => ingress?.keys.invalidate(publicId), billLostWorker);
+  const responseEvents = openResponseEventLog(config, settings.redisPrefix, logger);
   ingress = await startIngress({
     port: config.port,
     host: config.host,
@@ -57,6 +59,7 @@ async function main(): Promise<void> {
     maxQueuedStreamBytes: config.maxQueuedStreamBytes,
     keyCacheMs: config.keyCacheMs,
     announceKeyChange: (publicId) => transport.announceKeyChange(publicId),
+    responses: { log: responseEvents.log, retentionMs: config.responseRetentionMs, purgeIntervalMs: config.responsePurgeIntervalMs },
     extend: dashboard.extend,
   });
   const dashboardOwnPort = await dashboard.listen();
@@ -70,6 +73,7 @@ async function main(): Promise<void> {
     await ingress!.drain(config.drainDeadlineMs); // stops accepting, waits for open streams, closes the transport
     await counters.close();
     await quitQuietly(countersRedis);
+    await responseEvents.close();
     await store.close();
   });
 }

@@ -21,6 +21,9 @@ import { countMessageTokens } from './surfaces/messages/count-tokens.js';
 import { messagesSurface } from './surfaces/messages/messages-surface.js';
 import { listenExclusive } from './listen-exclusive.js';
 import { loadUws } from './uws-loader.js';
+import { registerResponsesRoutes } from './surfaces/responses/responses-routes.js';
+import type { ResponseEventLog } from '../shared/responses/response-event-log.js';
+import { MemoryResponseEventLog } from '../shared/responses/memory-response-event-log.js';
 
 export interface IngressOptions {
   port: number;
@@ -39,6 +42,8 @@ export interface IngressOptions {
   maxQueuedStreamBytes: number;
   keyCacheMs: number;
   announceKeyChange?: (publicId: string) => void | Promise<void>;
+  /** The Responses API's stored responses and replay log (a memory log when absent). */
+  responses?: { log: ResponseEventLog; retentionMs: number; purgeIntervalMs: number };
   /** Extra routes (the dashboard) registered on the same app. */
   extend?: (app: TemplatedApp, context: IngressContext) => void;
 }
@@ -123,6 +128,8 @@ export async function startIngress(options: IngressOptions): Promise<RunningIngr
       throw new GatewayError('method_not_allowed', `Use POST for ${path}.`);
     }));
   }
+  const responses = options.responses ?? { log: new MemoryResponseEventLog(), retentionMs: 30 * 86_400_000, purgeIntervalMs: 3_600_000 };
+  registerResponsesRoutes(app, { ...responses, pipeline, route, keys, store: options.store, logger: options.logger, cancelJob: (jobId) => options.transport.cancel(jobId) });
   const admin: AdminDependencies = { store: options.store, counters: options.counters, keys, adminToken: options.adminToken, logger: options.logger, announceKeyChange: options.announceKeyChange };
   registerAdminRoutes(app, admin, route);
   options.extend?.(app, { admin, catalog: options.catalog, route });

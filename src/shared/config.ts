@@ -23,6 +23,18 @@ export interface GatewayConfig {
   redisUrl?: string;
   databaseUrl?: string;
   logLevel: string;
+  /** How long stored responses of the Responses API are kept (SWITCHBOARD_RESPONSE_RETENTION_DAYS, fractions allowed). */
+  responseRetentionMs: number;
+  /** How often expired stored responses are purged (SWITCHBOARD_RESPONSE_PURGE_INTERVAL_MS). */
+  responsePurgeIntervalMs: number;
+}
+
+function positiveNumber(environment: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const raw = environment[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value <= 0) throw new Error(`${name} must be a positive number, got '${raw}'.`);
+  return value;
 }
 
 function integer(environment: NodeJS.ProcessEnv, name: string, fallback: number): number {
@@ -49,6 +61,8 @@ export function readConfig(environment: NodeJS.ProcessEnv = process.env): Gatewa
     redisUrl: environment.REDIS_URL || undefined,
     databaseUrl: environment.DATABASE_URL || undefined,
     logLevel: environment.LOG_LEVEL ?? 'info',
+    responseRetentionMs: Math.round(positiveNumber(environment, 'SWITCHBOARD_RESPONSE_RETENTION_DAYS', 30) * 86_400_000),
+    responsePurgeIntervalMs: positiveNumber(environment, 'SWITCHBOARD_RESPONSE_PURGE_INTERVAL_MS', 3_600_000),
   };
 }
 

@@ -7,6 +7,8 @@ export interface TestCatalogOptions {
   openAiUrl: string;
   anthropicUrl?: string;
   geminiUrl?: string;
+  /** A provider double that speaks the Responses API (svc/native). */
+  responsesUrl?: string;
   firstTokenMs?: number;
   totalMs?: number;
   /** Cool-down of the load-balancing providers (lb-east, lb-west); default 300 ms. */
@@ -76,6 +78,7 @@ export function testCatalogYaml(options: TestCatalogOptions): string {
     lines.push(`    cooldown_ms: ${options.balancingCooldownMs ?? 300}`, '    failures_before_cooldown: 3');
   }
   if (options.anthropicUrl) lines.push('  anthropic-double:', '    api: anthropic', `    base_url: ${options.anthropicUrl}`, '    api_key: test-anthropic-key', timeouts, noCooldown);
+  if (options.responsesUrl) lines.push('  responses-double:', '    api: openai-responses', `    base_url: ${options.responsesUrl}`, '    api_key: test-responses-key', timeouts, noCooldown);
   if (options.geminiUrl) lines.push('  gemini-double:', '    api: gemini', `    base_url: ${options.geminiUrl}`, '    api_key: test-gemini-key', timeouts, noCooldown);
   lines.push(...embeddingProviderLines(options), 'models:', ...embeddingModelLines(options));
   // JSON strings are YAML flow scalars, so names such as `claude-opus-4-8[1m]` need no escaping rules.
@@ -100,6 +103,7 @@ export function testCatalogYaml(options: TestCatalogOptions): string {
   model('nokey', 'unconfigured', 'nokey', testPrices.nokey!);
   if (options.anthropicUrl) for (const name of options.anthropicModels ?? ['claude-test']) model(name, 'anthropic-double', name, [3, 15]);
   if (options.geminiUrl) model('gemini-test', 'gemini-double', 'gemini-test', [1, 4]);
+  if (options.responsesUrl) model('native', 'responses-double', 'native-upstream', [2, 8]);
   const pricing = (prices: readonly [number, number]) => `{ prompt_usd_per_million: ${prices[0]}, completion_usd_per_million: ${prices[1]} }`;
   lines.push(
     '  - id: svc/balanced',

@@ -14,7 +14,7 @@ import { SseWriter } from '../sse-writer.js';
 import { resolveTargets } from './model-resolution.js';
 import type { RequestContext, RouteHandler, RouteOptions } from './request-wrapper.js';
 import { replyRendered } from './surface-reply.js';
-import type { RenderContext, Surface, SurfaceHeaders } from './surface.js';
+import type { JobTakeover, RenderContext, RenderingSurface, Surface, SurfaceHeaders } from './surface.js';
 
 // The one request pipeline every client API runs on: authenticate from the headers, read and parse
 // the body (the surface's part), resolve the models, admit (limits and reservation), register for
@@ -58,12 +58,12 @@ export function createSurfaceHandler(surface: Surface, dependencies: PipelineDep
 
   const fail = (res: HttpResponse, state: ReplyState, error: unknown) => replyRendered(res, state, surface.renderError(asGatewayError(error)));
 
-  function jsonReply(res: HttpResponse, state: ReplyState, context: RenderContext, finish: () => void): PendingJob {
+  function jsonReply(rendering: RenderingSurface, res: HttpResponse, state: ReplyState, context: RenderContext, finish: () => void): PendingJob {
     return {
       onEvent(event) {
         if (event.type === 'completed') {
           finish();
-          replyRendered(res, state, { status: 200, body: surface.renderCompletion(context, event), headers: [] });
+          replyRendered(res, state, { status: 200, body: rendering.renderCompletion(context, event), headers: [] });
         } else if (event.type === 'failed') {
           finish();
           fail(res, state, errorFromDescription(event.error));
@@ -76,12 +76,12 @@ export function createSurfaceHandler(surface: Surface, dependencies: PipelineDep
     };
   }
 
-  function streamingReply(res: HttpResponse, state: ReplyState, context: RenderContext, finish: () => void): PendingJob {
+  function streamingReply(rendering: RenderingSurface, res: HttpResponse, state: ReplyState, context: RenderContext, finish: () => void): PendingJob {
     const writer = new SseWriter(res, state, dependencies.maxQueuedStreamBytes, () => {
       finish();
       transport.cancel(state.requestId);
     });
-    const renderer = surface.createStream(context);
+    const renderer = rendering.createStream(context);
     let opened = false;
     const open = (model: string) => {
       opened = true;
@@ -129,7 +129,7 @@ export function createSurfaceHandler(surface: Surface, dependencies: PipelineDep
     const key = await authenticate(keys, credentialOf(call.headers));
     const body = await call.body!.json();
     if (body === undefined) return;
-    const request = surface.parse(body, call.headers);
+    const request = await surface.parse(body, call.headers, { keyId: key.id });
     const targets = resolveTargets(catalog, request);
     checkProviderCallLimit(request, targets, catalog);
     const admitted = await admitRequest(counters, key, request, targets, state.requestId);
@@ -156,20 +156,34 @@ export function createSurfaceHandler(surface: Surface, dependencies: PipelineDep
       router.unregister(job.id);
       dependencies.openRequests.delete(job.id);
     };
-    const pending = job.stream ? streamingReply(res, state, context, finish) : jsonReply(res, state, context, finish);
-    call.onAbort = () => {
+    let takeover: JobTakeover | undefined;
+    let pending: PendingJob;
+    if (surface.takeOver === undefined) pending = job.stream ? streamingReply(surface, res, state, context, finish) : jsonReply(surface, res, state, context, finish);
+    else {
+      // A surface whose answers outlive the request (Responses) relays the job's events itself.
+      takeover = surface.takeOver({
+        res, state, context, keyId: key.id, maxQueuedStreamBytes: dependencies.maxQueuedStreamBytes, finish,
+        cancelJob: () => transport.cancel(job.id),
+        fail: (error) => fail(res, state, error),
+      });
+      pending = takeover.pending;
+    }
+    call.onAbort = takeover ? takeover.clientGone : () => {
       finish();
       transport.cancel(job.id);
     };
     router.register(job.id, pending);
     dependencies.openRequests.add(job.id);
     try {
+      await takeover?.ready;
       await transport.enqueue(job);
     } catch (error) {
       finish();
+      takeover?.refused?.();
       await release();
       throw error;
     }
+    takeover?.enqueued?.();
   };
 }
 

@@ -1,7 +1,10 @@
+import type { HttpResponse } from 'uWebSockets.js';
 import type { GatewayError, ErrorDescription } from '../../shared/errors.js';
 import type { ChoiceDelta, JobEventBody } from '../../shared/job.js';
 import type { InternalRequest } from '../../shared/internal/request.js';
 import type { Usage } from '../../shared/usage.js';
+import type { ReplyState } from '../http-reply.js';
+import type { PendingJob } from '../job-router.js';
 
 // A client API served on the one request pipeline. A surface only parses its wire request into the
 // internal request, renders job events into its wire response and stream, and shapes its errors;
@@ -34,15 +37,62 @@ export interface StreamRenderer {
   error(error: ErrorDescription): string;
 }
 
-export interface Surface {
+/** Who is asking: surfaces whose requests build on stored state (Responses) need the key. */
+export interface Caller {
+  keyId: string;
+}
+
+/** What a surface that relays its own jobs (takeOver) gets from the pipeline. */
+export interface TakeoverStart {
+  res: HttpResponse;
+  state: ReplyState;
+  context: RenderContext;
+  keyId: string;
+  maxQueuedStreamBytes: number;
+  /** Releases the job's registration here (event routing, open requests); call once, at the end. */
+  finish(): void;
+  /** Stops the job wherever it runs. */
+  cancelJob(): void;
+  /** Answers with the surface's error shape (before anything else was sent). */
+  fail(error: unknown): void;
+}
+
+export interface JobTakeover {
+  pending: PendingJob;
+  /** Awaited before the job is queued (a background response is stored first). */
+  ready?: Promise<void>;
+  /** The job is queued. */
+  enqueued?(): void;
+  /** The job could not be queued (the pipeline answers the error): undo what `ready` did. */
+  refused?(): void;
+  /** The client went away. */
+  clientGone(): void;
+}
+
+interface SurfaceCommon {
   /** Names the surface in logs. */
   readonly name: string;
   /** Headers the surface reads, the key's included (authorization, or x-api-key as well). */
   readonly headerNames: readonly string[];
-  parse(body: unknown, headers: SurfaceHeaders): InternalRequest;
+  parse(body: unknown, headers: SurfaceHeaders, caller: Caller): InternalRequest | Promise<InternalRequest>;
   renderError(error: GatewayError): RenderedError;
-  renderCompletion(context: RenderContext, event: Extract<JobEventBody, { type: 'completed' }>): string;
-  createStream(context: RenderContext): StreamRenderer;
   /** A header naming the request that every answer of this surface carries, errors included. */
   readonly requestIdHeader?: (requestId: string) => [string, string];
 }
+
+/** A surface whose answer is the request's own: the pipeline relays job events to its renderers. */
+export interface RenderingSurface extends SurfaceCommon {
+  renderCompletion(context: RenderContext, event: Extract<JobEventBody, { type: 'completed' }>): string;
+  createStream(context: RenderContext): StreamRenderer;
+  readonly takeOver?: undefined;
+}
+
+/**
+ * A surface that relays its jobs' events itself: for answers that outlive the request
+ * (Responses: stored, background, replayable).
+ */
+export interface RelayingSurface extends SurfaceCommon {
+  readonly takeOver: (start: TakeoverStart) => JobTakeover;
+}
+
+export type Surface = RenderingSurface | RelayingSurface;

@@ -1,5 +1,5 @@
 /** The wire formats a provider may speak; the catalog file's `api` field takes exactly these. */
-export const providerApis = ['openai', 'azure', 'anthropic', 'gemini'] as const;
+export const providerApis = ['openai', 'openai-responses', 'azure', 'anthropic', 'gemini'] as const;
 export type ProviderApi = (typeof providerApis)[number];
 
 /** What a model does: chat models serve the chat surfaces, embedding models POST /v1/embeddings. */

@@ -104,7 +104,8 @@ const embeddingModels: CatalogFile['models'] = embeddingRows.map(([id, provider,
 
 export const defaultCatalogFile: CatalogFile = {
   providers: {
-    openai: { api: 'openai', base_url: 'https://api.openai.com/v1', api_key: '${OPENAI_API_KEY}' },
+    // OpenAI serves the Responses API too: Responses clients reach it natively, others via Chat Completions.
+    openai: { api: 'openai-responses', base_url: 'https://api.openai.com/v1', api_key: '${OPENAI_API_KEY}' },
     anthropic: { api: 'anthropic', base_url: 'https://api.anthropic.com/v1', api_key: '${ANTHROPIC_API_KEY}' },
     google: { api: 'gemini', base_url: 'https://generativelanguage.googleapis.com/v1beta', api_key: '${GEMINI_API_KEY}' },
     groq: { api: 'openai', base_url: 'https://api.groq.com/openai/v1', api_key: '${GROQ_API_KEY}' },

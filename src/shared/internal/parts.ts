@@ -5,7 +5,7 @@
 // reaches only targets of that format.
 
 /** Wire formats whose own fields may ride along in `extras`. */
-export type WireFormat = 'openai' | 'anthropic' | 'gemini';
+export type WireFormat = 'openai' | 'openai-responses' | 'anthropic' | 'gemini';
 
 /** Fields of one wire format that the internal format does not model, per format. */
 export type WireExtras = Partial<Record<WireFormat, Record<string, unknown>>>;

@@ -3,10 +3,12 @@ import { anthropicAdapter } from './anthropic/anthropic-adapter.js';
 import { azureOpenAiAdapter } from './openai/azure-openai-adapter.js';
 import { geminiAdapter } from './gemini/gemini-adapter.js';
 import { openAiAdapter } from './openai/openai-adapter.js';
+import { openAiResponsesAdapter } from './openai-responses/openai-responses-adapter.js';
 import type { ProviderAdapter } from './provider-adapter.js';
 
 const adapters: Record<ProviderApi, ProviderAdapter> = {
   openai: openAiAdapter,
+  'openai-responses': openAiResponsesAdapter,
   azure: azureOpenAiAdapter,
   anthropic: anthropicAdapter,
   gemini: geminiAdapter,

@@ -1,6 +1,7 @@
 import pg from 'pg';
 import type { AttemptRecord } from '../job.js';
-import type { KeyPatch, KeyRecord, LedgerEntry, NewKey, Store, UsageFilter, UsageRow } from './store.js';
+import type { KeyPatch, KeyRecord, LedgerEntry, NewKey, Store, StoredResponse, UsageFilter, UsageRow } from './store.js';
+import { responseUpsertSql, responseValues, rowToStoredResponse } from './response-records.js';
 import {
   LEDGER_COLUMNS, NEW_KEY_COLUMNS, assertNanos, ledgerLimit, ledgerValues, newKeyValues, patchAssignments, rowToKey, rowToLedger,
   type ColumnEncoding, type Row,
@@ -89,6 +90,24 @@ const MIGRATIONS: { version: number; sql: string }[] = [
     `,
   },
   { version: ENDED_SESSIONS_MIGRATION, sql: POSTGRES_ENDED_SESSIONS_SQL },
+  {
+    // Stored responses of the Responses API (POST /v1/responses with store), per key, until expires_at.
+    version: 4,
+    sql: `
+      CREATE TABLE stored_responses (
+        id TEXT PRIMARY KEY,
+        key_id TEXT NOT NULL,
+        status TEXT NOT NULL,
+        background BOOLEAN NOT NULL,
+        response JSONB NOT NULL,
+        input_items JSONB NOT NULL,
+        context_items JSONB NOT NULL,
+        created_at TIMESTAMPTZ NOT NULL,
+        expires_at TIMESTAMPTZ NOT NULL
+      );
+      CREATE INDEX stored_responses_expiry ON stored_responses (expires_at);
+    `,
+  },
 ];
 
 // JSONB and BOOLEAN columns travel as their JavaScript values; nano-USD fit in a safe integer.
@@ -267,6 +286,26 @@ class PostgresStore implements Store {
   async isDashboardSessionEnded(id: string): Promise<boolean> {
     const { rows } = await this.pool.query('SELECT 1 FROM dashboard_sessions_ended WHERE id = $1', [id]);
     return rows.length > 0;
+  }
+
+  async saveResponse(record: StoredResponse, options: { onlyIfUnfinished?: boolean } = {}): Promise<boolean> {
+    const { rowCount } = await this.pool.query(responseUpsertSql('$', options.onlyIfUnfinished === true), responseValues(record));
+    return (rowCount ?? 0) > 0;
+  }
+
+  async getResponse(id: string, keyId: string, now = new Date().toISOString()): Promise<StoredResponse | null> {
+    const { rows } = await this.pool.query('SELECT * FROM stored_responses WHERE id = $1 AND key_id = $2 AND expires_at > $3', [id, keyId, toIsoTime(now)]);
+    return rows.length > 0 ? rowToStoredResponse(rows[0]) : null;
+  }
+
+  async deleteResponse(id: string, keyId: string): Promise<boolean> {
+    const { rowCount } = await this.pool.query('DELETE FROM stored_responses WHERE id = $1 AND key_id = $2', [id, keyId]);
+    return (rowCount ?? 0) > 0;
+  }
+
+  async purgeResponses(now: string): Promise<number> {
+    const { rowCount } = await this.pool.query('DELETE FROM stored_responses WHERE expires_at <= $1', [toIsoTime(now)]);
+    return rowCount ?? 0;
   }
 
   async close(): Promise<void> {

@@ -1,7 +1,8 @@
 import { chmodSync, closeSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
-import type { KeyPatch, KeyRecord, LedgerEntry, NewKey, Store, UsageFilter, UsageRow } from './store.js';
+import type { KeyPatch, KeyRecord, LedgerEntry, NewKey, Store, StoredResponse, UsageFilter, UsageRow } from './store.js';
+import { responseUpsertSql, responseValues, rowToStoredResponse } from './response-records.js';
 import {
   LEDGER_COLUMNS, NEW_KEY_COLUMNS, assertNanos, ledgerLimit, ledgerValues, newKeyValues, patchAssignments, rowToKey, rowToLedger,
   type ColumnEncoding, type Row,
@@ -84,6 +85,24 @@ const MIGRATIONS: { version: number; sql: string }[] = [
     `,
   },
   { version: ENDED_SESSIONS_MIGRATION, sql: SQLITE_ENDED_SESSIONS_SQL },
+  {
+    // Stored responses of the Responses API (POST /v1/responses with store), per key, until expires_at.
+    version: 4,
+    sql: `
+      CREATE TABLE stored_responses (
+        id TEXT PRIMARY KEY,
+        key_id TEXT NOT NULL,
+        status TEXT NOT NULL,
+        background INTEGER NOT NULL,
+        response TEXT NOT NULL,
+        input_items TEXT NOT NULL,
+        context_items TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        expires_at TEXT NOT NULL
+      );
+      CREATE INDEX stored_responses_expiry ON stored_responses (expires_at);
+    `,
+  },
 ];
 
 // BigInt binds as an integer, so sums of nano-USD stay in exact 64-bit integer arithmetic.
@@ -276,6 +295,25 @@ class SqliteStore implements Store {
 
   async isDashboardSessionEnded(id: string): Promise<boolean> {
     return this.stmt('SELECT 1 FROM dashboard_sessions_ended WHERE id = ?').get(id) !== undefined;
+  }
+
+  async saveResponse(record: StoredResponse, options: { onlyIfUnfinished?: boolean } = {}): Promise<boolean> {
+    const values = responseValues(record);
+    const result = this.stmt(responseUpsertSql('?', options.onlyIfUnfinished === true)).run(...values.slice(0, 3), values[3] ? 1 : 0, ...values.slice(4));
+    return result.changes > 0;
+  }
+
+  async getResponse(id: string, keyId: string, now = new Date().toISOString()): Promise<StoredResponse | null> {
+    const row = this.stmt('SELECT * FROM stored_responses WHERE id = ? AND key_id = ? AND expires_at > ?').get(id, keyId, toIsoTime(now)) as Row | undefined;
+    return row ? rowToStoredResponse(row) : null;
+  }
+
+  async deleteResponse(id: string, keyId: string): Promise<boolean> {
+    return this.stmt('DELETE FROM stored_responses WHERE id = ? AND key_id = ?').run(id, keyId).changes > 0;
+  }
+
+  async purgeResponses(now: string): Promise<number> {
+    return this.stmt('DELETE FROM stored_responses WHERE expires_at <= ?').run(toIsoTime(now)).changes;
   }
 
   async close(): Promise<void> {

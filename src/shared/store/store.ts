@@ -71,6 +71,26 @@ export interface UsageRow {
   cost_usd: number;
 }
 
+/** A response of the Responses API kept for retrieval and for continuing its conversation. */
+export interface StoredResponse {
+  /** `resp_...`, as clients see it. */
+  id: string;
+  /** Only this key may read, continue, cancel or delete it. */
+  keyId: string;
+  /** queued | in_progress | completed | failed | cancelled | incomplete */
+  status: string;
+  background: boolean;
+  /** The response object as clients see it. */
+  response: Record<string, unknown>;
+  /** The input items of this request. */
+  inputItems: Array<Record<string, unknown>>;
+  /** The items before them (an earlier response's context and output), for previous_response_id. */
+  contextItems: Array<Record<string, unknown>>;
+  createdAt: string;
+  /** After this time the response is gone for readers and purged. */
+  expiresAt: string;
+}
+
 export interface Store {
   /** Creates tables and indexes; safe when several processes start at once. */
   migrate(): Promise<void>;
@@ -93,5 +113,15 @@ export interface Store {
   endDashboardSession(id: string, expiresAt: string): Promise<void>;
   /** Whether a dashboard session was signed out (rows may be swept once the session has expired). */
   isDashboardSessionEnded(id: string): Promise<boolean>;
+  /**
+   * Inserts or replaces a stored response of the same key. With `onlyIfUnfinished`, an existing one
+   * is replaced only while queued or in progress (a cancellation is never overwritten). True when written.
+   */
+  saveResponse(record: StoredResponse, options?: { onlyIfUnfinished?: boolean }): Promise<boolean>;
+  /** The key's unexpired response, or null (another key's response is null too). */
+  getResponse(id: string, keyId: string, now?: string): Promise<StoredResponse | null>;
+  deleteResponse(id: string, keyId: string): Promise<boolean>;
+  /** Deletes responses that expired before `now`; returns how many. */
+  purgeResponses(now: string): Promise<number>;
   close(): Promise<void>;
 }
