@@ -7,7 +7,7 @@ export const modelKinds = ['chat', 'embeddings'] as const;
 export type ModelKind = (typeof modelKinds)[number];
 
 /** The wire formats with an embeddings endpoint; an embedding model's deployments must use one. */
-export const embeddingsApis = ['openai', 'azure', 'gemini'] as const satisfies readonly ProviderApi[];
+export const embeddingsApis = ['openai', 'openai-responses', 'azure', 'gemini'] as const satisfies readonly ProviderApi[];
 export type EmbeddingsApi = (typeof embeddingsApis)[number];
 
 export function isEmbeddingsApi(api: ProviderApi): api is EmbeddingsApi {

@@ -5,6 +5,8 @@ import { azureEmbeddingsAdapter, openAiEmbeddingsAdapter } from './openai/openai
 
 const adapters: Record<EmbeddingsApi, EmbeddingsAdapter> = {
   openai: openAiEmbeddingsAdapter,
+  // A provider that speaks OpenAI's Responses API is OpenAI's API: /embeddings is there too.
+  'openai-responses': openAiEmbeddingsAdapter,
   azure: azureEmbeddingsAdapter,
   gemini: geminiEmbeddingsAdapter,
 };
