@@ -4,8 +4,8 @@ import type { ChatRequest } from '../src/ingress/surfaces/chat-completions/chat-
 import { chatToInternal } from '../src/ingress/surfaces/chat-completions/chat-to-internal.js';
 import type { ProviderApi, ProviderConfig } from '../src/shared/catalog/catalog-types.js';
 import { GatewayError } from '../src/shared/errors.js';
-import { adapterFor } from '../src/shared/providers/adapter-registry.js';
-import type { AdapterContext, CompletionChoice, FailureKind, FinishReason, ProviderAdapter, StreamPart, UpstreamFailure } from '../src/shared/providers/provider-adapter.js';
+import { adapterFor } from '../src/shared/providers/chat-adapter-registry.js';
+import type { AdapterContext, CompletionChoice, FailureKind, FinishReason, ChatAdapter, StreamPart, UpstreamFailure } from '../src/shared/providers/chat-adapter.js';
 import { SseDecoder } from '../src/shared/providers/sse-decoder.js';
 import type { Usage } from '../src/shared/usage.js';
 
@@ -74,7 +74,7 @@ function provider(api: ProviderApi, baseUrl: string, extra: Partial<ProviderConf
 }
 
 /** Feeds wire bytes through the shared SSE decoder in `chunkSize` pieces, then ends the stream as the worker does. */
-function replay(adapter: ProviderAdapter, context: AdapterContext, wire: string, chunkSize = 7): StreamPart[] {
+function replay(adapter: ChatAdapter, context: AdapterContext, wire: string, chunkSize = 7): StreamPart[] {
   const bytes = new TextEncoder().encode(wire);
   const decoder = new SseDecoder();
   const translator = adapter.createStreamTranslator(context);

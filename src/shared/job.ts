@@ -1,7 +1,7 @@
 import type { EmbeddingsRequest } from './embeddings/embeddings-request.js';
 import type { ErrorDescription } from './errors.js';
 import type { InternalRequest } from './internal/request.js';
-import type { CompletionChoice, FinishDetail, FinishReason, ToolCallDelta } from './providers/provider-adapter.js';
+import type { CompletionChoice, FinishDetail, FinishReason, StreamDeltaPart } from './providers/chat-adapter.js';
 import type { BudgetPeriod } from './store/store.js';
 import type { Usage } from './usage.js';
 
@@ -46,15 +46,8 @@ export interface AttemptRecord {
   latencyMs: number;
 }
 
-export interface ChoiceDelta {
-  index: number;
-  content?: string;
-  toolCalls?: ToolCallDelta[];
-  refusal?: string;
-  logprobs?: unknown;
-  reasoning?: string;
-  signature?: string;
-  redactedReasoning?: string;
+/** A piece of one choice as the ingress receives it: new output (see StreamDeltaPart), or its finish. */
+export interface ChoiceDelta extends Omit<StreamDeltaPart, 'type'> {
   finishReason?: FinishReason;
   finishDetail?: FinishDetail;
 }

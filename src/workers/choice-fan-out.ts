@@ -1,6 +1,6 @@
 import type { InternalRequest } from '../shared/internal/request.js';
 import type { ChoiceDelta } from '../shared/job.js';
-import type { ProviderAdapter } from '../shared/providers/provider-adapter.js';
+import type { ChatAdapter } from '../shared/providers/chat-adapter.js';
 import { countPromptTokens, countTextTokens } from '../shared/token-counter.js';
 import { makeUsage, type Usage } from '../shared/usage.js';
 import type { ProviderCallBudget } from './provider-call-budget.js';
@@ -20,7 +20,7 @@ import { runAttempt, type AttemptInput, type AttemptResult } from './target-atte
 //     error chunk, again stopping the others;
 //   - usage is the sum over the calls, since each one was billed by the provider.
 
-export function needsFanOut(request: InternalRequest, adapter: ProviderAdapter): boolean {
+export function needsFanOut(request: InternalRequest, adapter: ChatAdapter): boolean {
   return request.n > 1 && !adapter.supportsMultipleChoices;
 }
 

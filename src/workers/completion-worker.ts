@@ -3,16 +3,14 @@ import type { Catalog } from '../shared/catalog/catalog-types.js';
 import type { Counters } from '../shared/counters/counters.js';
 import { describeError } from '../shared/errors.js';
 import type { CompletionJob } from '../shared/job.js';
-import { costNanos } from '../shared/pricing.js';
-import { releaseReservation } from '../shared/counters/release-reservation.js';
-import type { LedgerEntry, Store } from '../shared/store/store.js';
+import type { Store } from '../shared/store/store.js';
 import { countPromptTokens, countTextTokens } from '../shared/token-counter.js';
 import type { JobControl, JobHandler } from '../shared/transport/transport.js';
 import { makeUsage, type Usage } from '../shared/usage.js';
 import { DeploymentHealth } from './deployment-health.js';
 import { runFallbackChain, type ChainOutcome } from './fallback-chain.js';
-import { createJobSettler } from './job-settlement.js';
-import { keyRefusal } from './key-gate.js';
+import { createJobSettler, ledgerEntry } from './job-settlement.js';
+import { refusedBeforeStart } from './key-gate.js';
 import type { ProviderClient } from './provider-client.js';
 
 export interface CompletionWorkerDependencies {
@@ -45,15 +43,7 @@ export function createCompletionHandler(dependencies: CompletionWorkerDependenci
 
   return async (job: CompletionJob, control: JobControl) => {
     control.publish({ type: 'accepted', worker: workerId });
-    const refusal = await keyRefusal(counters, job);
-    if (refusal) {
-      // Revoked while queued: never reaches a provider, costs nothing, gives its reservation back.
-      control.publish({ type: 'failed', error: refusal, started: false });
-      await releaseReservation(counters, job, logger);
-      await control.flush();
-      logger.info({ jobId: job.id, keyId: job.keyId, code: refusal.code }, 'queued job refused before it started');
-      return;
-    }
+    if (await refusedBeforeStart(counters, job, control, logger)) return;
     let outcome: ChainOutcome;
     try {
       outcome = await runFallbackChain(job, control, catalog, client, { health, logger });
@@ -86,24 +76,7 @@ export function createCompletionHandler(dependencies: CompletionWorkerDependenci
     );
   };
 
-  async function settle(job: CompletionJob, outcome: ChainOutcome, usage: Usage | undefined, status: number): Promise<void> {
-    const served = outcome.servedModel;
-    const cost = served && usage ? costNanos(served.pricing, usage.prompt_tokens, usage.completion_tokens) : 0;
-    const entry: LedgerEntry = {
-      id: job.id,
-      keyId: job.keyId,
-      requestedModel: job.targets[0]!,
-      servedModel: served?.id ?? null,
-      attempts: outcome.attempts,
-      promptTokens: usage?.prompt_tokens ?? 0,
-      completionTokens: usage?.completion_tokens ?? 0,
-      costNanos: cost,
-      status,
-      latencyMs: Date.now() - job.enqueuedAt,
-      estimated: usage?.estimated === true,
-      stream: job.stream,
-      createdAt: new Date(job.enqueuedAt).toISOString(),
-    };
-    await settleJob(job, entry, usage ? usage.prompt_tokens + usage.completion_tokens : 0);
+  function settle(job: CompletionJob, outcome: ChainOutcome, usage: Usage | undefined, status: number): Promise<void> {
+    return settleJob(job, ledgerEntry(job, outcome, usage, status), usage ? usage.prompt_tokens + usage.completion_tokens : 0);
   }
 }

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { defaultCooldown, type CooldownPolicy } from '../shared/catalog/catalog-types.js';
-import type { FailureKind, UpstreamFailure } from '../shared/providers/provider-adapter.js';
+import type { FailureKind, UpstreamFailure } from '../shared/providers/chat-adapter.js';
 
 // What this worker process has learnt about each deployment: recent latency, and whether it is in a
 // cool-down after failing. The state is per process on purpose: it needs no coordination, a fresh

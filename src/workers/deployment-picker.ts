@@ -1,5 +1,5 @@
 import type { ModelDeployment } from '../shared/catalog/catalog-types.js';
-import type { FailureKind } from '../shared/providers/provider-adapter.js';
+import type { FailureKind } from '../shared/providers/chat-adapter.js';
 import type { DeploymentHealth } from './deployment-health.js';
 
 // Chooses which of a model's deployments serves the next try of a request.

@@ -2,7 +2,7 @@ import { isEmbeddingsApi, type ModelDeployment, type ProviderConfig } from '../s
 import type { Embedding, EmbeddingsRequest } from '../shared/embeddings/embeddings-request.js';
 import { GatewayError } from '../shared/errors.js';
 import { embeddingsAdapterFor } from '../shared/providers/embeddings-adapter-registry.js';
-import type { UpstreamFailure } from '../shared/providers/provider-adapter.js';
+import type { UpstreamFailure } from '../shared/providers/chat-adapter.js';
 import { classifyNetworkError, type ProviderClient } from './provider-client.js';
 import { AttemptSignal } from './target-attempt.js';
 

@@ -10,10 +10,8 @@ import type { JobControl, JobHandler } from '../shared/transport/transport.js';
 import { makeUsage, type Usage } from '../shared/usage.js';
 import { DeploymentHealth } from './deployment-health.js';
 import { runEmbeddingsAttempt, type EmbeddingsAttemptResult } from './embeddings-attempt.js';
-import { embeddingsLedgerEntry } from './embeddings-settlement.js';
-import { createJobSettler } from './job-settlement.js';
-import { keyRefusal } from './key-gate.js';
-import { releaseReservation } from '../shared/counters/release-reservation.js';
+import { createJobSettler, ledgerEntry } from './job-settlement.js';
+import { refusedBeforeStart } from './key-gate.js';
 import { runTargetChain, type ChainOutcome } from './fallback-chain.js';
 import type { ProviderClient } from './provider-client.js';
 
@@ -35,18 +33,11 @@ export function createEmbeddingsHandler(dependencies: EmbeddingsWorkerDependenci
   const health = new DeploymentHealth({ logger });
   const settleJob = createJobSettler(dependencies);
   const settle = (job: EmbeddingsJob, outcome: ChainOutcome<EmbeddingsAttemptResult>, usage: Usage | undefined, status: number) =>
-    settleJob(job, embeddingsLedgerEntry(job, outcome, usage, status), usage?.prompt_tokens ?? 0);
+    settleJob(job, ledgerEntry(job, outcome, usage, status), usage?.prompt_tokens ?? 0);
 
   return async (job: EmbeddingsJob, control: JobControl) => {
     control.publish({ type: 'accepted', worker: workerId });
-    const refusal = await keyRefusal(counters, job);
-    if (refusal) {
-      // Revoked while queued: never reaches a provider, costs nothing, gives its reservation back.
-      control.publish({ type: 'failed', error: refusal, started: false });
-      await releaseReservation(counters, job, logger);
-      await control.flush();
-      return;
-    }
+    if (await refusedBeforeStart(counters, job, control, logger)) return;
     let outcome: ChainOutcome<EmbeddingsAttemptResult>;
     try {
       outcome = await runTargetChain(job.id, job.targets, control, catalog, { health, logger }, {

@@ -1,6 +1,9 @@
 import type { Logger } from 'pino';
 import type { Counters } from '../shared/counters/counters.js';
-import type { QueuedJob } from '../shared/job.js';
+import type { AttemptRecord, QueuedJob } from '../shared/job.js';
+import type { ModelEntry } from '../shared/catalog/catalog-types.js';
+import { costNanos } from '../shared/pricing.js';
+import type { Usage } from '../shared/usage.js';
 import type { LedgerEntry, Store } from '../shared/store/store.js';
 import { createUsageSettler } from '../shared/store/usage-settler.js';
 
@@ -34,5 +37,25 @@ export function createJobSettler(parts: SettlementParts): JobSettler {
       now: job.enqueuedAt,
       ledger: entry,
     });
+  };
+}
+
+/** A job's ledger record: the model that served it (if any), priced as the deployment that did. */
+export function ledgerEntry(job: QueuedJob, outcome: { attempts: AttemptRecord[]; servedModel?: ModelEntry }, usage: Usage | undefined, status: number): LedgerEntry {
+  const served = outcome.servedModel;
+  return {
+    id: job.id,
+    keyId: job.keyId,
+    requestedModel: job.targets[0]!,
+    servedModel: served?.id ?? null,
+    attempts: outcome.attempts,
+    promptTokens: usage?.prompt_tokens ?? 0,
+    completionTokens: usage?.completion_tokens ?? 0,
+    costNanos: served && usage ? costNanos(served.pricing, usage.prompt_tokens, usage.completion_tokens) : 0,
+    status,
+    latencyMs: Date.now() - job.enqueuedAt,
+    estimated: usage?.estimated === true,
+    stream: job.stream,
+    createdAt: new Date(job.enqueuedAt).toISOString(),
   };
 }

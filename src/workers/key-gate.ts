@@ -1,6 +1,9 @@
 import type { Counters } from '../shared/counters/counters.js';
 import { describeError, GatewayError, invalidApiKey, type ErrorDescription } from '../shared/errors.js';
+import type { Logger } from 'pino';
+import { releaseReservation } from '../shared/counters/release-reservation.js';
 import type { QueuedJob } from '../shared/job.js';
+import type { JobControl } from '../shared/transport/transport.js';
 
 // The one check, made just before a queued job starts, that its key may still spend: a key
 // revoked while its jobs waited in the queue must not reach a provider (nor be billed). Admission
@@ -16,4 +19,18 @@ export async function keyRefusal(counters: Counters, job: QueuedJob): Promise<Er
     return describeError(new GatewayError('service_unavailable', 'The gateway could not check this key before running the request; try again shortly.', { retryAfterSeconds: 1 }));
   }
   return revoked ? describeError(invalidApiKey()) : null;
+}
+
+/**
+ * Ends a job whose key may no longer spend before it reaches a provider: it costs nothing and gives
+ * its reservation back. True when the job was refused.
+ */
+export async function refusedBeforeStart(counters: Counters, job: QueuedJob, control: JobControl, logger: Logger): Promise<boolean> {
+  const refusal = await keyRefusal(counters, job);
+  if (!refusal) return false;
+  control.publish({ type: 'failed', error: refusal, started: false });
+  await releaseReservation(counters, job, logger);
+  await control.flush();
+  logger.info({ jobId: job.id, keyId: job.keyId, code: refusal.code }, 'queued job refused before it started');
+  return true;
 }

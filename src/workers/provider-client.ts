@@ -1,7 +1,7 @@
 import { Agent, errors as undiciErrors, type Dispatcher } from 'undici';
 import type { ProviderConfig } from '../shared/catalog/catalog-types.js';
 import { detailTextLimit, ourFailureMessage } from '../shared/providers/failure-messages.js';
-import type { ProviderHttpRequest, UpstreamFailure } from '../shared/providers/provider-adapter.js';
+import type { ProviderHttpRequest, UpstreamFailure } from '../shared/providers/chat-adapter.js';
 import { capText } from '../shared/providers/redact.js';
 
 // The only place that talks HTTP to providers: one keep-alive pool per provider, so repeated

@@ -1,6 +1,6 @@
 import { Readable } from 'node:stream';
 import type { ChoiceDelta } from '../shared/job.js';
-import type { StreamPart, StreamTranslator, UpstreamFailure } from '../shared/providers/provider-adapter.js';
+import type { StreamPart, StreamTranslator, UpstreamFailure } from '../shared/providers/chat-adapter.js';
 import { SseDecoder } from '../shared/providers/sse-decoder.js';
 import type { JobControl } from '../shared/transport/transport.js';
 import type { Usage } from '../shared/usage.js';

@@ -2,7 +2,7 @@ import type { ModelDeployment, ModelEntry, ProviderConfig } from '../shared/cata
 import { GatewayError } from '../shared/errors.js';
 import type { InternalRequest } from '../shared/internal/request.js';
 import { cleaned, detailTextLimit, presentingTranslator, presentProviderFailure } from '../shared/providers/failure-messages.js';
-import type { AdapterContext, CompletionChoice, NormalizedCompletion, ProviderAdapter, UpstreamFailure } from '../shared/providers/provider-adapter.js';
+import type { AdapterContext, CompletionChoice, NormalizedCompletion, ChatAdapter, UpstreamFailure } from '../shared/providers/chat-adapter.js';
 import type { JobControl } from '../shared/transport/transport.js';
 import type { Usage } from '../shared/usage.js';
 import { classifyNetworkError, type ProviderClient } from './provider-client.js';
@@ -17,7 +17,7 @@ export interface AttemptInput {
   model: ModelEntry;
   deployment: ModelDeployment;
   provider: ProviderConfig;
-  adapter: ProviderAdapter;
+  adapter: ChatAdapter;
   client: ProviderClient;
   control: JobControl;
   /** Cancels this call; the job's signal unless a fan-out needs to stop its calls separately. */
@@ -102,7 +102,7 @@ async function readErrorBody(body: AsyncIterable<Buffer>): Promise<string> {
 }
 
 /** A 200 whose body cannot be read (an HTML page, a truncated body) is the provider's failure, not ours. */
-function readCompletion(adapter: ProviderAdapter, body: string, context: AdapterContext, secrets: ReadonlyArray<string | undefined>): NormalizedCompletion | { failure: UpstreamFailure } {
+function readCompletion(adapter: ChatAdapter, body: string, context: AdapterContext, secrets: ReadonlyArray<string | undefined>): NormalizedCompletion | { failure: UpstreamFailure } {
   try {
     return adapter.parseResponse(body, context);
   } catch (error) {

@@ -1,6 +1,6 @@
 import type { ProviderConfig } from '../catalog/catalog-types.js';
 import type { Embedding, EmbeddingsRequest } from '../embeddings/embeddings-request.js';
-import type { ProviderHttpRequest, UpstreamFailure } from './provider-adapter.js';
+import type { ProviderHttpRequest, UpstreamFailure } from './chat-adapter.js';
 
 // Adapters for embedding models, one per wire format that has them. Like the chat adapters they
 // only translate: the worker's provider client sends what they build and feeds them what comes back.

@@ -1,4 +1,4 @@
-import type { FailureKind, StreamPart, StreamTranslator, UpstreamFailure } from './provider-adapter.js';
+import type { FailureKind, StreamPart, StreamTranslator, UpstreamFailure } from './chat-adapter.js';
 import { capText, looksLikeHtml, redactSecrets } from './redact.js';
 
 // What a client, the ledger and the logs learn about a provider's failure. Only a provider's 400

@@ -1,8 +1,8 @@
 import type { Catalog, ModelEntry } from '../catalog/catalog-types.js';
 import { GatewayError } from '../errors.js';
 import type { InternalRequest } from '../internal/request.js';
-import { adapterFor } from './adapter-registry.js';
-import type { ProviderAdapter } from './provider-adapter.js';
+import { adapterFor } from './chat-adapter-registry.js';
+import type { ChatAdapter } from './chat-adapter.js';
 
 // One request may cause at most this many upstream calls, counting every fanned-out choice, target
 // and deployment tried. Without a cap, n = 16 on a provider without `n`, over six targets with two
@@ -11,7 +11,7 @@ import type { ProviderAdapter } from './provider-adapter.js';
 export const maxProviderCallsPerRequest = 32;
 
 /** Calls one try of one deployment needs: n when the provider makes one choice per call. */
-export function callsPerTry(request: InternalRequest, adapter: ProviderAdapter): number {
+export function callsPerTry(request: InternalRequest, adapter: ChatAdapter): number {
   return adapter.supportsMultipleChoices ? 1 : request.n;
 }
 

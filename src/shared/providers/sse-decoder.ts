@@ -1,4 +1,4 @@
-import type { SseEvent } from './provider-adapter.js';
+import type { SseEvent } from './chat-adapter.js';
 
 /**
  * Decodes a server-sent-event byte stream into events. Network chunks split lines, multi-byte

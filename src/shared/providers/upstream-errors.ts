@@ -1,4 +1,4 @@
-import type { FailureKind, UpstreamFailure } from './provider-adapter.js';
+import type { FailureKind, UpstreamFailure } from './chat-adapter.js';
 
 // Status-to-class rules every wire format shares; an adapter adds its own body parsing on top.
 

@@ -1,7 +1,7 @@
 import type { ErrorDescription } from '../../../shared/errors.js';
 import { errorFromDescription } from '../../../shared/errors.js';
 import type { ChoiceDelta } from '../../../shared/job.js';
-import type { CompletionChoice } from '../../../shared/providers/provider-adapter.js';
+import type { CompletionChoice } from '../../../shared/providers/chat-adapter.js';
 import type { Usage } from '../../../shared/usage.js';
 
 // The bytes clients see. Chunk framing is built from a prefix serialised once per stream, so a

@@ -1,6 +1,7 @@
 import type { ChoiceDelta } from '../../../shared/job.js';
+import { toolArgumentsObject } from '../../../shared/internal/tool-arguments.js';
 import type { OutputPart } from '../../../shared/internal/parts.js';
-import type { CompletionChoice, FinishDetail, FinishReason } from '../../../shared/providers/provider-adapter.js';
+import type { CompletionChoice, FinishDetail, FinishReason } from '../../../shared/providers/chat-adapter.js';
 import type { Usage } from '../../../shared/usage.js';
 
 // Anthropic's message object and stream events, rendered from internal parts and deltas.
@@ -41,15 +42,6 @@ export function anthropicUsageOf(usage: Usage): Record<string, number> {
   };
 }
 
-function toolInput(argumentsText: string): unknown {
-  try {
-    const parsed: unknown = JSON.parse(argumentsText);
-    return parsed && typeof parsed === 'object' && !Array.isArray(parsed) ? parsed : {};
-  } catch {
-    return {};
-  }
-}
-
 function blockOf(part: OutputPart): Record<string, unknown> | undefined {
   switch (part.type) {
     case 'text':
@@ -57,7 +49,7 @@ function blockOf(part: OutputPart): Record<string, unknown> | undefined {
     case 'refusal':
       return { type: 'text', text: part.text };
     case 'tool_call':
-      return { type: 'tool_use', id: part.id, name: part.name, input: toolInput(part.arguments), ...part.extras?.anthropic };
+      return { type: 'tool_use', id: part.id, name: part.name, input: toolArgumentsObject(part.arguments), ...part.extras?.anthropic };
     case 'reasoning':
       return { type: 'thinking', thinking: part.text, signature: part.signature ?? '', ...part.extras?.anthropic };
     case 'redacted_reasoning':

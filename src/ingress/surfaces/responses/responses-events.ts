@@ -1,7 +1,7 @@
 import type { ErrorDescription } from '../../../shared/errors.js';
 import { errorFromDescription } from '../../../shared/errors.js';
 import type { ChoiceDelta } from '../../../shared/job.js';
-import type { FinishReason } from '../../../shared/providers/provider-adapter.js';
+import type { FinishReason } from '../../../shared/providers/chat-adapter.js';
 import type { LoggedEvent } from '../../../shared/responses/response-event-log.js';
 import type { Usage } from '../../../shared/usage.js';
 import { itemId, responseObject, responsesUsage, type ResponseShell } from './responses-object.js';

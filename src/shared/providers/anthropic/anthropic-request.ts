@@ -1,9 +1,10 @@
 import { GatewayError } from '../../errors.js';
+import { toolArgumentsObject } from '../../internal/tool-arguments.js';
 import type { ContentPart, InternalMessage, MediaSource } from '../../internal/parts.js';
 import { textOfParts } from '../../internal/parts.js';
 import type { InternalRequest } from '../../internal/request.js';
 import { dataUrlPattern } from '../../internal/media.js';
-import type { AdapterContext, ProviderHttpRequest } from '../provider-adapter.js';
+import type { AdapterContext, ProviderHttpRequest } from '../chat-adapter.js';
 
 // Internal request -> Anthropic Messages request. A request that came from an Anthropic client
 // goes back as it was sent: its blocks, cache_control, thinking signatures, tool ids and every
@@ -44,16 +45,6 @@ function source(media: MediaSource, param: string, sameWire: boolean): Record<st
   }
 }
 
-function toolInput(argumentsText: string): unknown {
-  try {
-    const parsed: unknown = JSON.parse(argumentsText);
-    // Anthropic insists on an object; a model that emitted broken JSON earlier must not break the replay.
-    return parsed && typeof parsed === 'object' && !Array.isArray(parsed) ? parsed : {};
-  } catch {
-    return {};
-  }
-}
-
 /** One part as a block, or nothing when Anthropic has no counterpart (another format's opaque block). */
 function block(part: ContentPart, param: string, sameWire: boolean): Block | undefined {
   switch (part.type) {
@@ -65,7 +56,7 @@ function block(part: ContentPart, param: string, sameWire: boolean): Block | und
     case 'file':
       return withCache({ type: 'document', source: source(part.source, param, sameWire) }, part);
     case 'tool_call':
-      return withCache({ type: 'tool_use', id: part.id, name: part.name, input: toolInput(part.arguments) }, part);
+      return withCache({ type: 'tool_use', id: part.id, name: part.name, input: toolArgumentsObject(part.arguments) }, part);
     case 'tool_result': {
       const result: Block = { type: 'tool_result', tool_use_id: part.toolCallId };
       if (typeof part.content === 'string') result.content = part.content;

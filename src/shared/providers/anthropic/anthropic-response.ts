@@ -1,6 +1,6 @@
 import type { Usage } from '../../usage.js';
 import type { OutputPart } from '../../internal/parts.js';
-import type { CompletionChoice, FinishReason, NormalizedCompletion } from '../provider-adapter.js';
+import type { CompletionChoice, FinishReason, NormalizedCompletion } from '../chat-adapter.js';
 
 // Anthropic Messages response -> internal choice.
 

@@ -1,4 +1,4 @@
-import type { SseEvent, StreamPart, StreamTranslator } from '../provider-adapter.js';
+import type { SseEvent, StreamPart, StreamTranslator } from '../chat-adapter.js';
 import { anthropicStreamFailure } from './anthropic-errors.js';
 import { anthropicFinishReason, anthropicUsage, type AnthropicUsage } from './anthropic-response.js';
 

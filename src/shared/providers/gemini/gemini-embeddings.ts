@@ -1,7 +1,7 @@
 import { GatewayError } from '../../errors.js';
 import type { EmbeddingsRequest } from '../../embeddings/embeddings-request.js';
 import type { EmbeddingsAdapter, EmbeddingsContext, NormalizedEmbeddings } from '../embeddings-adapter.js';
-import type { ProviderHttpRequest } from '../provider-adapter.js';
+import type { ProviderHttpRequest } from '../chat-adapter.js';
 import { parseGeminiError } from './gemini-errors.js';
 
 // Gemini's models/{m}:batchEmbedContents, which takes one request per input (a single input is a

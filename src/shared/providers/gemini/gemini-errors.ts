@@ -1,4 +1,4 @@
-import type { FailureKind, UpstreamFailure } from '../provider-adapter.js';
+import type { FailureKind, UpstreamFailure } from '../chat-adapter.js';
 import { failureFromStatus, parseJsonOrUndefined, shortText } from '../upstream-errors.js';
 
 // Gemini errors follow google.rpc.Status: {"error":{"code","message","status","details":[...]}}.

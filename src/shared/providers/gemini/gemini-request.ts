@@ -3,7 +3,7 @@ import { dataUrlPattern } from '../../internal/media.js';
 import type { ContentPart, InternalMessage, MediaSource } from '../../internal/parts.js';
 import { textOfParts } from '../../internal/parts.js';
 import type { InternalRequest, ToolChoice } from '../../internal/request.js';
-import type { AdapterContext, ProviderHttpRequest } from '../provider-adapter.js';
+import type { AdapterContext, ProviderHttpRequest } from '../chat-adapter.js';
 import { hasProperties, toGeminiSchema } from './gemini-schema.js';
 
 // Internal request -> Gemini generateContent request.

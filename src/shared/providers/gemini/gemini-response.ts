@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Usage } from '../../usage.js';
 import type { OutputPart } from '../../internal/parts.js';
-import type { CompletionChoice, FinishReason, NormalizedCompletion } from '../provider-adapter.js';
+import type { CompletionChoice, FinishReason, NormalizedCompletion } from '../chat-adapter.js';
 
 // Gemini GenerateContentResponse -> internal choices. A streamed event has the same shape,
 // so the stream translator reuses these readers.

@@ -1,5 +1,5 @@
 import type { Usage } from '../../usage.js';
-import type { SseEvent, StreamPart, StreamTranslator, UpstreamFailure } from '../provider-adapter.js';
+import type { SseEvent, StreamPart, StreamTranslator, UpstreamFailure } from '../chat-adapter.js';
 import { geminiFailure, readGeminiError } from './gemini-errors.js';
 import { functionArguments, geminiFinishReason, geminiToolCallId, geminiUsage, type GeminiResponse } from './gemini-response.js';
 

@@ -1,6 +1,6 @@
 import type { InternalRequest } from '../../internal/request.js';
 import { openAiAdapter, parseOpenAiError } from '../openai/openai-adapter.js';
-import type { AdapterContext, ProviderAdapter, ProviderHttpRequest, SseEvent, StreamPart, StreamTranslator } from '../provider-adapter.js';
+import type { AdapterContext, ChatAdapter, ProviderHttpRequest, SseEvent, StreamPart, StreamTranslator } from '../chat-adapter.js';
 import { parseJsonOrUndefined } from '../upstream-errors.js';
 import { buildResponsesBody, nativeResponsesFields } from './responses-request.js';
 import { parseResponsesBody } from './responses-parse.js';
@@ -40,7 +40,7 @@ class EitherStreamTranslator implements StreamTranslator {
   }
 }
 
-export const openAiResponsesAdapter: ProviderAdapter = {
+export const openAiResponsesAdapter: ChatAdapter = {
   supportsMultipleChoices: openAiAdapter.supportsMultipleChoices,
   buildRequest,
   parseResponse(body, context) {

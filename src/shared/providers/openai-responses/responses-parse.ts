@@ -1,6 +1,6 @@
 import type { OutputPart } from '../../internal/parts.js';
 import type { Usage } from '../../usage.js';
-import type { FinishReason, NormalizedCompletion } from '../provider-adapter.js';
+import type { FinishReason, NormalizedCompletion } from '../chat-adapter.js';
 
 // The Responses API's response object and usage in internal terms.
 

@@ -1,5 +1,5 @@
 import type { InternalRequest } from '../../internal/request.js';
-import type { AdapterContext } from '../provider-adapter.js';
+import type { AdapterContext } from '../chat-adapter.js';
 
 // A Responses client's request as the body of POST {base_url}/responses: its own items and fields
 // (hosted tools, include, encrypted reasoning...), which the surface put in

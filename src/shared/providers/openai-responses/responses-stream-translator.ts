@@ -1,4 +1,4 @@
-import type { FailureKind, SseEvent, StreamPart, StreamTranslator } from '../provider-adapter.js';
+import type { FailureKind, SseEvent, StreamPart, StreamTranslator } from '../chat-adapter.js';
 import { finishReasonOf, responsesUsageToInternal } from './responses-parse.js';
 
 // The Responses API's stream events as stream parts: text, refusal and reasoning-summary deltas,

@@ -1,5 +1,5 @@
 import type { InternalRequest } from '../../internal/request.js';
-import type { AdapterContext, ProviderAdapter, ProviderHttpRequest } from '../provider-adapter.js';
+import type { AdapterContext, ChatAdapter, ProviderHttpRequest } from '../chat-adapter.js';
 import { openAiAdapter, parseOpenAiError } from './openai-adapter.js';
 import { buildOpenAiBody } from './openai-request.js';
 import { OpenAiStreamTranslator } from './openai-stream-translator.js';
@@ -25,7 +25,7 @@ function buildRequest(request: InternalRequest, context: AdapterContext): Provid
   };
 }
 
-export const azureOpenAiAdapter: ProviderAdapter = {
+export const azureOpenAiAdapter: ChatAdapter = {
   supportsMultipleChoices: true,
   buildRequest,
   parseResponse: openAiAdapter.parseResponse,

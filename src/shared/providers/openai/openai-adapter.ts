@@ -1,5 +1,5 @@
 import type { InternalRequest } from '../../internal/request.js';
-import type { AdapterContext, ProviderAdapter, ProviderHttpRequest, UpstreamFailure } from '../provider-adapter.js';
+import type { AdapterContext, ChatAdapter, ProviderHttpRequest, UpstreamFailure } from '../chat-adapter.js';
 import { buildOpenAiBody } from './openai-request.js';
 import { parseOpenAiResponse } from './openai-response.js';
 import { OpenAiStreamTranslator } from './openai-stream-translator.js';
@@ -21,7 +21,7 @@ export function parseOpenAiError(status: number, headers: Record<string, string>
   return failureFromStatus(status, headers, message);
 }
 
-export const openAiAdapter: ProviderAdapter = {
+export const openAiAdapter: ChatAdapter = {
   supportsMultipleChoices: true,
   buildRequest,
   parseResponse: (body) => parseOpenAiResponse(body),

@@ -2,7 +2,7 @@ import type { Embedding, EmbeddingsRequest } from '../../embeddings/embeddings-r
 import { defaultAzureApiVersion } from './azure-openai-adapter.js';
 import type { EmbeddingsAdapter, EmbeddingsContext, NormalizedEmbeddings } from '../embeddings-adapter.js';
 import { parseOpenAiError } from './openai-adapter.js';
-import type { ProviderHttpRequest } from '../provider-adapter.js';
+import type { ProviderHttpRequest } from '../chat-adapter.js';
 
 // POST /embeddings in the OpenAI format (OpenAI, Mistral, Together, ... and Azure's deployments).
 // The client's encoding is asked for upstream; whatever comes back, floats or base64, the worker

@@ -1,7 +1,7 @@
 import type { ContentPart, InternalMessage, MediaSource, ToolResultPart } from '../../internal/parts.js';
 import { textOfParts } from '../../internal/parts.js';
 import type { InternalRequest, ToolChoice } from '../../internal/request.js';
-import type { AdapterContext } from '../provider-adapter.js';
+import type { AdapterContext } from '../chat-adapter.js';
 
 // Internal request -> OpenAI Chat Completions body. A request that came from a Chat Completions
 // client gets back every field it sent (the unmodelled ones ride in extras.openai); one from

@@ -1,5 +1,5 @@
 import type { OutputPart } from '../../internal/parts.js';
-import type { CompletionChoice, FinishReason, NormalizedCompletion } from '../provider-adapter.js';
+import type { CompletionChoice, FinishReason, NormalizedCompletion } from '../chat-adapter.js';
 import { readOpenAiUsage } from './openai-usage.js';
 
 // OpenAI Chat Completions response -> internal choices. `reasoning_content` is the field

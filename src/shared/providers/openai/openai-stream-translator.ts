@@ -1,4 +1,4 @@
-import type { FinishReason, SseEvent, StreamPart, StreamTranslator, ToolCallDelta } from '../provider-adapter.js';
+import type { FinishReason, SseEvent, StreamPart, StreamTranslator, ToolCallDelta } from '../chat-adapter.js';
 import { readOpenAiUsage } from './openai-usage.js';
 
 interface RawToolCallDelta {

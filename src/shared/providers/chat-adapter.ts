@@ -113,7 +113,7 @@ export interface UpstreamFailure {
 
 export const fallbackableKinds: ReadonlySet<FailureKind> = new Set(['rate_limit', 'overloaded', 'server_error', 'timeout', 'connection']);
 
-export interface ProviderAdapter {
+export interface ChatAdapter {
   /** Whether one upstream call can produce `n` > 1 choices. */
   readonly supportsMultipleChoices: boolean;
   buildRequest(request: InternalRequest, context: AdapterContext): ProviderHttpRequest;
