@@ -14,6 +14,7 @@ import {
   scaledOutAvailable,
   startEmbedded,
   startNginx,
+  startNodeProxy,
   startPortkey,
   startScaledOut,
   switchboardCatalog,
@@ -364,7 +365,8 @@ async function main(): Promise<void> {
     else if (name === 'nginx') {
       if (nginxAvailable()) starters.push([name, () => startNginx(context)]);
       else skipped[name] = 'nginx is not installed (apt-get install -y nginx)';
-    } else if (name === 'portkey') {
+    } else if (name === 'node-proxy') starters.push([name, () => startNodeProxy(context)]);
+    else if (name === 'portkey') {
       if (portkeyAvailable()) starters.push([name, () => startPortkey(context)]);
       else skipped[name] = '@portkey-ai/gateway is not installed (npm install)';
     } else if (name === 'embedded') starters.push([name, () => startEmbedded(context)]);

@@ -35,7 +35,7 @@ export interface TargetContext {
   switchboardDir: string;
 }
 
-export const targetNames = ['direct', 'nginx', 'portkey', 'embedded', 'scaled-1', 'scaled-2', 'scaled-4'] as const;
+export const targetNames = ['direct', 'nginx', 'node-proxy', 'portkey', 'embedded', 'scaled-1', 'scaled-2', 'scaled-4'] as const;
 export type TargetName = (typeof targetNames)[number];
 
 export const adminToken = 'sb-admin-bench-token-0123456789';
@@ -132,6 +132,25 @@ http {
     pids: () => processTree(child.pid),
     parts: () => ({ nginx: processTree(child.pid) }),
     notes: ['worker_processes 1, access_log off, proxy_buffering off, upstream keepalive 512'],
+    stop: () => child.stop(),
+  };
+}
+
+/** node:http + an undici Pool, JSON parsed and re-serialised, SSE piped: what Node itself costs. */
+export async function startNodeProxy(context: TargetContext): Promise<Target> {
+  const child = startChild('node-proxy', node, ['--import', 'tsx', join(repoRoot, 'bench/node-proxy.ts'), '--port', '0', '--upstream', `http://127.0.0.1:${context.providerPort}/v1`], {
+    logDir: context.logDir,
+    env: { ...process.env, NODE_ENV: 'production' },
+  });
+  const port = Number((await waitForLog(child, /listening (\d+)/, 30_000))[1]);
+  return {
+    name: 'node-proxy',
+    label: 'plain Node proxy (node:http + undici Pool)',
+    url: `http://127.0.0.1:${port}${chatPath}`,
+    headers: ['authorization: Bearer bench-upstream-key'],
+    pids: () => processTree(child.pid),
+    parts: () => ({ 'node-proxy': processTree(child.pid) }),
+    notes: ['no auth, no accounting: JSON bodies parsed and re-serialised, SSE piped'],
     stop: () => child.stop(),
   };
 }

@@ -1,5 +1,5 @@
 import { invalidApiKey } from '../shared/errors.js';
-import { parseApiKey, secretMatches } from '../shared/keys/api-key.js';
+import { parseApiKey } from '../shared/keys/api-key.js';
 import type { KeyRecord } from '../shared/store/store.js';
 import type { KeyDirectory } from './key-directory.js';
 
@@ -8,7 +8,7 @@ export async function authenticate(keys: KeyDirectory, authorization: string): P
   const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
   const parsed = match ? parseApiKey(match[1]!) : undefined;
   if (!parsed) throw invalidApiKey();
-  const record = await keys.lookup(parsed.publicId);
-  if (!record || record.revokedAt !== null || !secretMatches(parsed.secret, record.secretHash)) throw invalidApiKey();
+  const record = await keys.verify(parsed.publicId, parsed.secret);
+  if (!record || record.revokedAt !== null) throw invalidApiKey();
   return record;
 }
