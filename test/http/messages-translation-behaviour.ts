@@ -42,6 +42,15 @@ export function describeMessagesTranslation(context: MessagesContext): void {
       for (const field of ['system', 'thinking', 'cache_control', 'anthropic_version']) expect(body[field]).toBeUndefined();
     });
 
+    it("caps the client's max_tokens at the catalog's output limit of a translated model (Claude Code asks 64,000)", async () => {
+      context.openai.script('alpha', { kind: 'text', text: 'capped' });
+      // Streamed, as Claude Code does (the SDK refuses a non-streamed request this large).
+      await anthropicClient(context).messages.stream({ model: 'svc/alpha', max_tokens: 64_000, messages: hello }).finalMessage();
+      const body = context.openai.requests[0]!.body;
+      // svc/alpha's max_output_tokens in the test catalog is 1000.
+      expect(body.max_tokens ?? body.max_completion_tokens).toBe(1000);
+    });
+
     it('maps finish_reason length to stop_reason max_tokens', async () => {
       context.openai.script('alpha', { kind: 'text', text: 'cut sh', finishReason: 'length' });
       const message = await anthropicClient(context).messages.create({ model: 'svc/alpha', max_tokens: 2, messages: hello });

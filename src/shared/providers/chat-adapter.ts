@@ -113,6 +113,18 @@ export interface UpstreamFailure {
 
 export const fallbackableKinds: ReadonlySet<FailureKind> = new Set(['rate_limit', 'overloaded', 'server_error', 'timeout', 'connection']);
 
+/**
+ * The output ceiling to send: the client's own when the target speaks its format (the provider
+ * enforces its limits as the client expects), else capped by the catalog's limit for the model, so
+ * that a translated request (Claude Code's max_tokens of 64,000 sent to an OpenAI-format model)
+ * is not refused for a ceiling the client never chose for that model.
+ */
+export function outputCeiling(request: InternalRequest, context: AdapterContext, sameWire: boolean): number | undefined {
+  const asked = request.maxOutputTokens;
+  if (asked === undefined || sameWire || context.maxOutputTokens === undefined) return asked;
+  return Math.min(asked, context.maxOutputTokens);
+}
+
 export interface ChatAdapter {
   /** Whether one upstream call can produce `n` > 1 choices. */
   readonly supportsMultipleChoices: boolean;

@@ -4,7 +4,7 @@ import type { ContentPart, InternalMessage, MediaSource } from '../../internal/p
 import { textOfParts } from '../../internal/parts.js';
 import type { InternalRequest } from '../../internal/request.js';
 import { dataUrlPattern } from '../../internal/media.js';
-import type { AdapterContext, ProviderHttpRequest } from '../chat-adapter.js';
+import { outputCeiling, type AdapterContext, type ProviderHttpRequest } from '../chat-adapter.js';
 
 // Internal request -> Anthropic Messages request. A request that came from an Anthropic client
 // goes back as it was sent: its blocks, cache_control, thinking signatures, tool ids and every
@@ -154,7 +154,7 @@ export function buildAnthropicBody(request: InternalRequest, context: AdapterCon
   const sameWire = request.source === 'anthropic';
   const body: Record<string, unknown> = sameWire ? { ...request.extras?.anthropic } : {};
   body.model = context.upstreamModel;
-  body.max_tokens = request.maxOutputTokens ?? context.maxOutputTokens ?? defaultAnthropicMaxTokens;
+  body.max_tokens = outputCeiling(request, context, sameWire) ?? context.maxOutputTokens ?? defaultAnthropicMaxTokens;
   Object.assign(body, toAnthropicMessages(request));
   // The internal scale is OpenAI's 0..2, Anthropic's 0..1: halving keeps both ends meaning the same.
   if (request.temperature !== undefined) body.temperature = request.temperature / 2;

@@ -3,7 +3,7 @@ import { dataUrlPattern } from '../../internal/media.js';
 import type { ContentPart, InternalMessage, MediaSource } from '../../internal/parts.js';
 import { textOfParts } from '../../internal/parts.js';
 import type { InternalRequest, ToolChoice } from '../../internal/request.js';
-import type { AdapterContext, ProviderHttpRequest } from '../chat-adapter.js';
+import { outputCeiling, type AdapterContext, type ProviderHttpRequest } from '../chat-adapter.js';
 import { hasProperties, toGeminiSchema } from './gemini-schema.js';
 
 // Internal request -> Gemini generateContent request.
@@ -124,13 +124,14 @@ export function toGeminiContents(messages: InternalMessage[]): { systemInstructi
   return system.length > 0 ? { systemInstruction: { parts: system }, contents } : { contents };
 }
 
-function generationConfig(request: InternalRequest): Record<string, unknown> {
+function generationConfig(request: InternalRequest, context: AdapterContext): Record<string, unknown> {
   const config: Record<string, unknown> = {};
   // Gemini's temperature range is 0..2 like OpenAI's, so it passes unchanged.
   if (request.temperature !== undefined) config.temperature = request.temperature;
   if (request.topP !== undefined) config.topP = request.topP;
   if (request.topK !== undefined) config.topK = request.topK;
-  if (request.maxOutputTokens !== undefined) config.maxOutputTokens = request.maxOutputTokens;
+  const ceiling = outputCeiling(request, context, false);
+  if (ceiling !== undefined) config.maxOutputTokens = ceiling;
   if (request.stop !== undefined) config.stopSequences = request.stop;
   if (request.n !== 1 || request.extras?.openai?.n !== undefined) config.candidateCount = request.n;
   if (request.presencePenalty !== undefined) config.presencePenalty = request.presencePenalty;
@@ -149,8 +150,8 @@ function toolConfig(choice: ToolChoice | undefined): Record<string, unknown> | u
   return { functionCallingConfig: { mode: modes[choice.type] } };
 }
 
-export function buildGeminiBody(request: InternalRequest): Record<string, unknown> {
-  const body: Record<string, unknown> = { ...toGeminiContents(request.messages), generationConfig: generationConfig(request) };
+export function buildGeminiBody(request: InternalRequest, context: AdapterContext): Record<string, unknown> {
+  const body: Record<string, unknown> = { ...toGeminiContents(request.messages), generationConfig: generationConfig(request, context) };
   const tools = (request.tools ?? []).filter((tool) => tool.type === 'function');
   if (tools.length > 0) {
     body.tools = [
@@ -174,5 +175,5 @@ export function buildGeminiRequest(request: InternalRequest, context: AdapterCon
   if (context.provider.apiKey) headers['x-goog-api-key'] = context.provider.apiKey;
   const method = context.stream ? 'streamGenerateContent?alt=sse' : 'generateContent';
   if (context.stream) headers.accept = 'text/event-stream';
-  return { url: `${context.provider.baseUrl}/models/${encodeURIComponent(context.upstreamModel)}:${method}`, method: 'POST', headers, body: JSON.stringify(buildGeminiBody(request)) };
+  return { url: `${context.provider.baseUrl}/models/${encodeURIComponent(context.upstreamModel)}:${method}`, method: 'POST', headers, body: JSON.stringify(buildGeminiBody(request, context)) };
 }

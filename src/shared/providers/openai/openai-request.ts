@@ -1,7 +1,7 @@
 import type { ContentPart, InternalMessage, MediaSource, ToolResultPart } from '../../internal/parts.js';
 import { textOfParts } from '../../internal/parts.js';
 import type { InternalRequest, ToolChoice } from '../../internal/request.js';
-import type { AdapterContext } from '../chat-adapter.js';
+import { outputCeiling, type AdapterContext } from '../chat-adapter.js';
 
 // Internal request -> OpenAI Chat Completions body. A request that came from a Chat Completions
 // client gets back every field it sent (the unmodelled ones ride in extras.openai); one from
@@ -117,7 +117,8 @@ export function buildOpenAiBody(request: InternalRequest, context: AdapterContex
   const same = request.source === 'openai';
   const extras = same ? request.extras?.openai : undefined;
   const body: Json = { ...extras, model: context.upstreamModel, messages: openAiMessages(request.messages) };
-  if (request.maxOutputTokens !== undefined) body[extras && 'max_completion_tokens' in extras ? 'max_completion_tokens' : 'max_tokens'] = request.maxOutputTokens;
+  const ceiling = outputCeiling(request, context, same);
+  if (ceiling !== undefined) body[extras && 'max_completion_tokens' in extras ? 'max_completion_tokens' : 'max_tokens'] = ceiling;
   if (request.temperature !== undefined) body.temperature = request.temperature;
   if (request.topP !== undefined) body.top_p = request.topP;
   // Chat Completions takes at most 4 stop sequences; Anthropic allows more.
