@@ -31,8 +31,8 @@ async function ledgerCount(): Promise<number> {
   return body.data.length;
 }
 
-async function claude(args: string[], auth: 'api-key' | 'auth-token' = 'api-key') {
-  const environment = claudeEnvironment(deployment.url(), key.key, home);
+async function claude(args: string[], auth: 'api-key' | 'auth-token' = 'api-key', extra: Record<string, string> = {}) {
+  const environment = { ...claudeEnvironment(deployment.url(), key.key, home), ...extra };
   if (auth === 'auth-token') {
     delete environment.ANTHROPIC_API_KEY;
     environment.ANTHROPIC_AUTH_TOKEN = key.key;
@@ -90,6 +90,17 @@ async function claude(args: string[], auth: 'api-key' | 'auth-token' = 'api-key'
     expect(latest.map((entry) => entry.servedModel)).toEqual(calls.map(() => 'svc/claude-test'));
     // Asked for by the name Claude Code sent (or the id it resolved to).
     for (const entry of latest) expect([sentModel, 'svc/claude-test']).toContain(entry.requestedModel);
+  }, 60_000);
+
+  it('sends the catalog id set in ANTHROPIC_DEFAULT_OPUS_MODEL for its default model (the README\'s set-up for the default catalog)', async () => {
+    const before = await ledgerCount();
+    anthropic.script('claude-test', { kind: 'blocks', blocks: [{ type: 'text', text: 'Mapped by the environment.' }], usage: { input_tokens: 50, output_tokens: 5 } });
+    const result = await claude(['-p', 'say hi'], 'api-key', { ANTHROPIC_DEFAULT_OPUS_MODEL: 'svc/claude-test' });
+    expect(result.code).toBe(0);
+    expect(result.stdout.trim()).toBe('Mapped by the environment.');
+    await eventually(async () => expect((await ledgerCount()) - before).toBeGreaterThanOrEqual(1));
+    const { body } = await adminRequest(deployment, 'GET', `/admin/v1/requests?key_id=${key.id}&limit=1`);
+    expect(ledgerView(body.data[0]).requestedModel).toBe('svc/claude-test');
   }, 60_000);
 
   it("reports the provider's usage, cache reads and writes included, as Claude Code would see it from Anthropic", async () => {
