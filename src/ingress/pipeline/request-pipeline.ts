@@ -9,12 +9,13 @@ import { admitRequest } from '../admission.js';
 import { authenticate } from '../authenticate.js';
 import type { ReplyState } from '../http-reply.js';
 import type { JobRouter, PendingJob } from '../job-router.js';
+import { enqueueWithReply, type JobReply } from './job-registration.js';
 import type { KeyDirectory } from '../key-directory.js';
 import { SseWriter } from '../sse-writer.js';
 import { resolveTargets } from './model-resolution.js';
 import type { RequestContext, RouteHandler, RouteOptions } from './request-wrapper.js';
 import { replyRendered } from './surface-reply.js';
-import type { JobTakeover, RenderContext, RenderingSurface, Surface, SurfaceHeaders } from './surface.js';
+import type { RenderContext, RenderingSurface, Surface, SurfaceHeaders } from './surface.js';
 
 // The one request pipeline every client API runs on: authenticate from the headers, read and parse
 // the body (the surface's part), resolve the models, admit (limits and reservation), register for
@@ -54,7 +55,7 @@ function asGatewayError(error: unknown): GatewayError {
 }
 
 export function createSurfaceHandler(surface: Surface, dependencies: PipelineDependencies): RouteHandler {
-  const { catalog, counters, keys, transport, router } = dependencies;
+  const { catalog, counters, keys, transport } = dependencies;
 
   const fail = (res: HttpResponse, state: ReplyState, error: unknown) => replyRendered(res, state, surface.renderError(asGatewayError(error)));
 
@@ -152,38 +153,16 @@ export function createSurfaceHandler(surface: Surface, dependencies: PipelineDep
       enqueuedAt: Date.now(),
     };
     const context: RenderContext = { jobId: job.id, created: Math.floor(job.enqueuedAt / 1000), request };
-    const finish = () => {
-      router.unregister(job.id);
-      dependencies.openRequests.delete(job.id);
-    };
-    let takeover: JobTakeover | undefined;
-    let pending: PendingJob;
-    if (surface.takeOver === undefined) pending = job.stream ? streamingReply(surface, res, state, context, finish) : jsonReply(surface, res, state, context, finish);
-    else {
+    await enqueueWithReply(call, dependencies, job, (finish): JobReply => {
+      if (surface.takeOver === undefined) return { pending: job.stream ? streamingReply(surface, res, state, context, finish) : jsonReply(surface, res, state, context, finish) };
       // A surface whose answers outlive the request (Responses) relays the job's events itself.
-      takeover = surface.takeOver({
+      const takeover = surface.takeOver({
         res, state, context, keyId: key.id, maxQueuedStreamBytes: dependencies.maxQueuedStreamBytes, finish,
         cancelJob: () => transport.cancel(job.id),
         fail: (error) => fail(res, state, error),
       });
-      pending = takeover.pending;
-    }
-    call.onAbort = takeover ? takeover.clientGone : () => {
-      finish();
-      transport.cancel(job.id);
-    };
-    router.register(job.id, pending);
-    dependencies.openRequests.add(job.id);
-    try {
-      await takeover?.ready;
-      await transport.enqueue(job);
-    } catch (error) {
-      finish();
-      takeover?.refused?.();
-      await release();
-      throw error;
-    }
-    takeover?.enqueued?.();
+      return takeover;
+    }, release);
   };
 }
 

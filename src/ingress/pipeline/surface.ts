@@ -4,7 +4,7 @@ import type { ChoiceDelta, JobEventBody } from '../../shared/job.js';
 import type { InternalRequest } from '../../shared/internal/request.js';
 import type { Usage } from '../../shared/usage.js';
 import type { ReplyState } from '../http-reply.js';
-import type { PendingJob } from '../job-router.js';
+import type { JobReply } from './job-registration.js';
 
 // A client API served on the one request pipeline. A surface only parses its wire request into the
 // internal request, renders job events into its wire response and stream, and shapes its errors;
@@ -57,17 +57,8 @@ export interface TakeoverStart {
   fail(error: unknown): void;
 }
 
-export interface JobTakeover {
-  pending: PendingJob;
-  /** Awaited before the job is queued (a background response is stored first). */
-  ready?: Promise<void>;
-  /** The job is queued. */
-  enqueued?(): void;
-  /** The job could not be queued (the pipeline answers the error): undo what `ready` did. */
-  refused?(): void;
-  /** The client went away. */
-  clientGone(): void;
-}
+/** A relaying surface answers its job as any job-backed route does (see job-registration.ts). */
+export type JobTakeover = JobReply;
 
 interface SurfaceCommon {
   /** Names the surface in logs. */

@@ -4,6 +4,7 @@ import type { EmbeddingsJob } from '../../../shared/job.js';
 import { authenticate } from '../../authenticate.js';
 import { replyError, replyJson } from '../../http-reply.js';
 import { resolveTargets } from '../../pipeline/model-resolution.js';
+import { enqueueWithReply } from '../../pipeline/job-registration.js';
 import { credentialOf, type PipelineDependencies } from '../../pipeline/request-pipeline.js';
 import type { RequestContext, RouteHandler, RouteOptions } from '../../pipeline/request-wrapper.js';
 import { admitEmbeddings } from './embeddings-admission.js';
@@ -18,7 +19,7 @@ import { parseEmbeddingsRequest } from './embeddings-schema.js';
 export const embeddingsRouteOptions: RouteOptions = { headers: ['authorization', 'x-api-key'], body: true };
 
 export function createEmbeddingsHandler(dependencies: PipelineDependencies): RouteHandler {
-  const { catalog, counters, keys, transport, router } = dependencies;
+  const { catalog, counters, keys, transport } = dependencies;
 
   return async function handle(call: RequestContext): Promise<void> {
     const { res, state } = call;
@@ -47,37 +48,23 @@ export function createEmbeddingsHandler(dependencies: PipelineDependencies): Rou
       budgetPeriod: key.budgetPeriod,
       enqueuedAt: Date.now(),
     };
-    const finish = () => {
-      router.unregister(job.id);
-      dependencies.openRequests.delete(job.id);
-    };
-    router.register(job.id, {
-      onEvent(event) {
-        if (event.type === 'completed') {
+    await enqueueWithReply(call, dependencies, job, (finish) => ({
+      pending: {
+        onEvent(event) {
+          if (event.type === 'completed') {
+            finish();
+            const embeddings = (event.embeddings ?? []).map((embedding) => inClientEncoding(embedding, request.encodingFormat));
+            replyJson(res, state, 200, embeddingsBody(event.model, embeddings, event.usage));
+          } else if (event.type === 'failed') {
+            finish();
+            replyError(res, state, errorFromDescription(event.error));
+          }
+        },
+        onGap() {
           finish();
-          const embeddings = (event.embeddings ?? []).map((embedding) => inClientEncoding(embedding, request.encodingFormat));
-          replyJson(res, state, 200, embeddingsBody(event.model, embeddings, event.usage));
-        } else if (event.type === 'failed') {
-          finish();
-          replyError(res, state, errorFromDescription(event.error));
-        }
+          replyError(res, state, new GatewayError('worker_lost', 'Events of this request were lost between the worker and the gateway.'));
+        },
       },
-      onGap() {
-        finish();
-        replyError(res, state, new GatewayError('worker_lost', 'Events of this request were lost between the worker and the gateway.'));
-      },
-    });
-    dependencies.openRequests.add(job.id);
-    call.onAbort = () => {
-      finish();
-      transport.cancel(job.id);
-    };
-    try {
-      await transport.enqueue(job);
-    } catch (error) {
-      finish();
-      await release();
-      throw error;
-    }
+    }), release);
   };
 }

@@ -1,0 +1,54 @@
+import type { QueuedJob } from '../../shared/job.js';
+import type { IngressTransport } from '../../shared/transport/transport.js';
+import type { JobRouter, PendingJob } from '../job-router.js';
+import type { RequestContext } from './request-wrapper.js';
+
+// The last steps every job-backed route shares: register the reply for the job's events, queue the
+// job, cancel it when the client leaves; a job that cannot be queued is unregistered and its
+// reservation given back.
+
+export interface JobRegistrationParts {
+  transport: IngressTransport;
+  router: JobRouter;
+  /** Open requests, so that a draining server knows when it may exit. */
+  openRequests: Set<string>;
+}
+
+/** How a route answers a job: its event handler, and optional steps around queueing. */
+export interface JobReply {
+  pending: PendingJob;
+  /** Awaited before the job is queued (a background response is stored first). */
+  ready?: Promise<void>;
+  /** The job is queued. */
+  enqueued?(): void;
+  /** The job could not be queued (the caller answers the error): undo what `ready` did. */
+  refused?(): void;
+  /** The client went away; by default the job is cancelled. */
+  clientGone?(): void;
+}
+
+/** `reply` gets `finish`, which releases the job's registration here; call it once, at the end. */
+export async function enqueueWithReply(call: RequestContext, parts: JobRegistrationParts, job: QueuedJob, reply: (finish: () => void) => JobReply, release: () => Promise<unknown>): Promise<void> {
+  const { transport, router, openRequests } = parts;
+  const finish = () => {
+    router.unregister(job.id);
+    openRequests.delete(job.id);
+  };
+  const answer = reply(finish);
+  call.onAbort = answer.clientGone ?? (() => {
+    finish();
+    transport.cancel(job.id);
+  });
+  router.register(job.id, answer.pending);
+  openRequests.add(job.id);
+  try {
+    await answer.ready;
+    await transport.enqueue(job);
+  } catch (error) {
+    finish();
+    answer.refused?.();
+    await release();
+    throw error;
+  }
+  answer.enqueued?.();
+}
