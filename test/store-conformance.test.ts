@@ -97,6 +97,10 @@ function entry(over: Partial<LedgerEntry> & Pick<LedgerEntry, 'id' | 'keyId'>): 
     promptTokens: 10,
     completionTokens: 5,
     costNanos: 1000,
+    cacheReadTokens: 0,
+    cacheWriteTokens: 0,
+    cacheWrite1hTokens: 0,
+    reasoningTokens: 0,
     status: 200,
     latencyMs: 150,
     estimated: false,
@@ -189,7 +193,8 @@ function storeConformance(name: string, makeTarget: () => StoreTarget): void {
     it('records usage: ledger row, spend and last use together', async () => {
       const store = await open();
       const key = await store.createKey(newKey());
-      const e = entry({ id: 'req_1', keyId: key.id, costNanos: 2_500_000_000, estimated: true, stream: true, servedModel: 'fallback' });
+      // The cache and reasoning split (migration 5) is kept in its own columns.
+      const e = entry({ id: 'req_1', keyId: key.id, costNanos: 2_500_000_000, estimated: true, stream: true, servedModel: 'fallback', cacheReadTokens: 4, cacheWriteTokens: 3, cacheWrite1hTokens: 1, reasoningTokens: 2 });
       await store.recordUsage(e);
       expect(await store.getKey(key.id)).toMatchObject({ spentUsd: 2.5, lastUsedAt: e.createdAt });
       expect(await store.listLedger({})).toEqual([e]);

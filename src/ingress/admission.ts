@@ -2,7 +2,7 @@ import { highestPricing, type ModelEntry } from '../shared/catalog/catalog-types
 import type { Counters, RateLimitState } from '../shared/counters/counters.js';
 import { GatewayError, invalidApiKey } from '../shared/errors.js';
 import type { InternalRequest } from '../shared/internal/request.js';
-import { costNanos, usdToNanos } from '../shared/pricing.js';
+import { usdToNanos, worstCaseCostNanos } from '../shared/pricing.js';
 import type { KeyRecord } from '../shared/store/store.js';
 import { countPromptTokens } from '../shared/token-counter.js';
 
@@ -56,7 +56,7 @@ export async function admitRequest(counters: Counters, key: KeyRecord, request: 
   if (needsTokens) {
     for (const model of targets) {
       const ceiling = outputCeiling(request, model);
-      reserveNanos = Math.max(reserveNanos, costNanos(highestPricing(model), promptTokens * choices, ceiling * choices));
+      reserveNanos = Math.max(reserveNanos, worstCaseCostNanos(highestPricing(model), promptTokens * choices, ceiling * choices));
       tokens = Math.max(tokens, (promptTokens + ceiling) * choices);
     }
   }

@@ -11,6 +11,7 @@ import type { ReplyState } from '../http-reply.js';
 import type { JobRouter, PendingJob } from '../job-router.js';
 import type { KeyDirectory } from '../key-directory.js';
 import { SseWriter } from '../sse-writer.js';
+import { costHeaders } from './cost-header.js';
 import { resolveTargets } from './model-resolution.js';
 import type { RequestContext, RouteHandler, RouteOptions } from './request-wrapper.js';
 import { replyRendered } from './surface-reply.js';
@@ -63,7 +64,7 @@ export function createSurfaceHandler(surface: Surface, dependencies: PipelineDep
       onEvent(event) {
         if (event.type === 'completed') {
           finish();
-          replyRendered(res, state, { status: 200, body: rendering.renderCompletion(context, event), headers: [] });
+          replyRendered(res, state, { status: 200, body: rendering.renderCompletion(context, event), headers: costHeaders(event.usage) });
         } else if (event.type === 'failed') {
           finish();
           fail(res, state, errorFromDescription(event.error));

@@ -46,6 +46,12 @@ export interface LedgerEntry {
   completionTokens: number;
   /** Cost in nano-USD (1e-9), an integer so sums are exact. */
   costNanos: number;
+  /** The cache and reasoning split (subsets of prompt and completion tokens); 0 when none. Absent on records made before it existed. */
+  cacheReadTokens?: number;
+  cacheWriteTokens?: number;
+  /** The 1-hour cache writes among cacheWriteTokens. */
+  cacheWrite1hTokens?: number;
+  reasoningTokens?: number;
   status: number;
   latencyMs: number;
   estimated: boolean;
