@@ -65,7 +65,9 @@ export function describeEmbeddings(kind: DeploymentKind): void {
       expect(response.model).toBe('svc/embed-alpha');
       expect(response.data).toEqual([{ object: 'embedding', index: 0, embedding: expect.any(Array) }]);
       expect(float32(response.data[0]!.embedding)).toEqual(fakeEmbedding('embed-alpha', 'The quick brown fox', 8));
-      expect(response.usage).toEqual({ prompt_tokens: 5, total_tokens: 5 });
+      // usage.cost: what the ledger bills, 5 tokens at the model's price per million.
+      expect(response.usage).toEqual({ prompt_tokens: 5, total_tokens: 5, cost: expect.any(Number) });
+      expect(Math.round((response.usage as unknown as { cost: number }).cost * 1e9)).toBe(Math.round(5 * embeddingPrices['embed-alpha']! * 1000));
       expect(context.openai.requests[0]!.body).toEqual({ model: 'embed-alpha', input: ['The quick brown fox'], encoding_format: 'float' });
     });
 

@@ -29,6 +29,8 @@ export interface PipelineDependencies {
   transport: IngressTransport;
   router: JobRouter;
   maxQueuedStreamBytes: number;
+  /** Output tokens below which a budget refuses a request instead of lowering its max tokens. */
+  minOutputTokens?: number;
   /** Open requests, so that a draining server knows when it may exit. */
   openRequests: Set<string>;
 }
@@ -133,7 +135,7 @@ export function createSurfaceHandler(surface: Surface, dependencies: PipelineDep
     const request = await surface.parse(body, call.headers, { keyId: key.id });
     const targets = resolveTargets(catalog, request);
     checkProviderCallLimit(request, targets, catalog);
-    const admitted = await admitRequest(counters, key, request, targets, state.requestId);
+    const admitted = await admitRequest(counters, key, request, targets, state.requestId, { minOutputTokens: dependencies.minOutputTokens });
     state.extraHeaders = [...idHeaders, ...admitted.headers];
     const release = () => counters.settle({ keyId: key.id, reservationId: admitted.reservationId, costNanos: 0, tokens: 0, budgetPeriod: key.budgetPeriod, now: Date.now() });
     if (state.aborted) {
