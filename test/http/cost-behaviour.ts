@@ -202,6 +202,28 @@ export function describeCost(kind: DeploymentKind): void {
     });
   });
 
+  describe('usage API', () => {
+    it('sums the cache and reasoning split per model, with the exact cost', async () => {
+      const key = await createKey(context.deployment, { name: 'usage split' });
+      const own = new OpenAI({ baseURL: `${context.deployment.url()}/v1`, apiKey: key.key, maxRetries: 0 });
+      context.openai.script('alpha', { kind: 'text', text: 'Hello', usage: openAiUsage });
+      context.anthropic.script('claude-test', { kind: 'text', text: 'Hello', usage: anthropicUsage });
+      await own.chat.completions.create({ model: 'svc/alpha', messages });
+      await own.chat.completions.create({ model: 'svc/alpha', messages });
+      await own.chat.completions.create({ model: 'svc/claude-test', messages });
+      const rows = await eventually(async () => {
+        const { status, body } = await adminRequest(context.deployment, 'GET', `/admin/v1/usage?key_id=${key.id}&group_by=model`);
+        expect(status).toBe(200);
+        expect(body.data.map((row: { requests: number }) => row.requests)).toEqual([2, 1]);
+        return body.data as Array<Record<string, number | string>>;
+      }, 5000);
+      expect(rows[0]).toMatchObject({ model: 'svc/alpha', prompt_tokens: 4000, completion_tokens: 600, cache_read_tokens: 2048, cache_write_tokens: 0, cache_write_1h_tokens: 0, reasoning_tokens: 200 });
+      expect(nanos(rows[0]!.cost_usd as number)).toBe(2 * alphaCostNanos);
+      expect(rows[1]).toMatchObject({ model: 'svc/claude-test', prompt_tokens: 3100, completion_tokens: 50, cache_read_tokens: 2000, cache_write_tokens: 1000, cache_write_1h_tokens: 400, reasoning_tokens: 0 });
+      expect(nanos(rows[1]!.cost_usd as number)).toBe(claudeCostNanos);
+    });
+  });
+
   describe('Responses and Embeddings', () => {
     it('puts usage.cost in response.usage, streamed (response.completed) and not', async () => {
       context.openai.script('alpha', { kind: 'text', text: 'Hello', usage: openAiUsage }, { kind: 'text', chunks: ['Hel', 'lo'], usage: openAiUsage });

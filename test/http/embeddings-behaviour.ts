@@ -161,7 +161,7 @@ export function describeEmbeddings(kind: DeploymentKind): void {
         ['svc/embed-beta', 'success'],
       ]);
       const usage = await adminRequest(context.deployment, 'GET', `/admin/v1/usage?key_id=${key.id}`);
-      expect(usage.body.data).toEqual([{ requests: 1, prompt_tokens: 1234, completion_tokens: 0, cost_usd: price('embed-beta', 1234) / 1e9 }]);
+      expect(usage.body.data).toEqual([{ requests: 1, prompt_tokens: 1234, completion_tokens: 0, cost_usd: price('embed-beta', 1234) / 1e9, cache_read_tokens: 0, cache_write_tokens: 0, cache_write_1h_tokens: 0, reasoning_tokens: 0 }]);
       // The budget's reservation was settled to the real cost.
       const record = await adminRequest(context.deployment, 'GET', `/admin/v1/keys/${key.id}`);
       expect(Math.round(record.body.spent_usd * 1e9)).toBe(price('embed-beta', 1234));

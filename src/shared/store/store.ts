@@ -75,6 +75,11 @@ export interface UsageRow {
   prompt_tokens: number;
   completion_tokens: number;
   cost_usd: number;
+  /** The split of the tokens above: cache reads and writes (the 1-hour writes among them) of prompt_tokens, reasoning of completion_tokens. */
+  cache_read_tokens: number;
+  cache_write_tokens: number;
+  cache_write_1h_tokens: number;
+  reasoning_tokens: number;
 }
 
 /** A response of the Responses API kept for retrieval and for continuing its conversation. */
