@@ -5,7 +5,7 @@ import type { InternalRequest } from '../shared/internal/request.js';
 import { usdToNanos } from '../shared/pricing.js';
 import type { KeyRecord } from '../shared/store/store.js';
 import { countPromptTokens } from '../shared/token-counter.js';
-import { affordableCeiling, clampCandidates, DEFAULT_MIN_OUTPUT_TOKENS, reservationFor, type Reservation } from './output-clamp.js';
+import { affordableCeiling, clampCandidates, DEFAULT_MIN_OUTPUT_TOKENS, fitThinkingBudget, minimumCeiling, reservationFor, type Reservation } from './output-clamp.js';
 
 // Admission before a request goes upstream: revocation, rate limits and a budget reservation of
 // the request's worst-case cost, in one call to the counters (one Redis round trip when scaled out).
@@ -77,7 +77,7 @@ export async function admitRequest(counters: Counters, key: KeyRecord, request: 
     // the counters still decide); a period's starts from the whole budget.
     const spent = key.budgetPeriod === 'none' ? usdToNanos(key.spentUsd) : 0;
     const affordable = affordableCeiling(targets, promptTokens, choices, Math.max(0, budgetNanos - spent));
-    for (const ceiling of clampCandidates(full, options.minOutputTokens ?? DEFAULT_MIN_OUTPUT_TOKENS, affordable)) {
+    for (const ceiling of clampCandidates(full, minimumCeiling(request, options.minOutputTokens ?? DEFAULT_MIN_OUTPUT_TOKENS), affordable)) {
       const lower = reservationFor(targets, promptTokens, choices, ceiling);
       const retry = await admit(lower);
       // The last refusal speaks for the request: its retry-after is the minimum's.
@@ -91,6 +91,7 @@ export async function admitRequest(counters: Counters, key: KeyRecord, request: 
           const smallest = Math.min(...targets.map((model) => model.maxOutputTokens));
           request.maxOutputTokens = request.maxOutputTokens === undefined ? Math.min(ceiling, smallest) : ceiling;
           reservation.ceiling = request.maxOutputTokens;
+          fitThinkingBudget(request, request.maxOutputTokens);
         }
         break;
       }
@@ -107,7 +108,7 @@ export async function admitRequest(counters: Counters, key: KeyRecord, request: 
   const retryAfterSeconds = admission.retryAfterSeconds;
   if (admission.reason === 'budget_exceeded') {
     const period = key.budgetPeriod === 'none' ? 'total' : key.budgetPeriod;
-    const minimum = Math.min(options.minOutputTokens ?? DEFAULT_MIN_OUTPUT_TOKENS, full);
+    const minimum = Math.min(minimumCeiling(request, options.minOutputTokens ?? DEFAULT_MIN_OUTPUT_TOKENS), full);
     const ceiling = minimum < full ? `the minimum output of ${minimum} tokens` : request.maxOutputTokens !== undefined ? 'max_tokens' : "the model's output limit";
     let next = minimum < full ? 'Raise the budget.' : 'Lower max_tokens or raise the budget.';
     if (retryAfterSeconds === IN_FLIGHT_RETRY_SECONDS) next = 'Requests in flight will release what they do not spend within seconds.';

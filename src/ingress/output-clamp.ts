@@ -1,4 +1,5 @@
 import { highestPricing, type ModelEntry } from '../shared/catalog/catalog-types.js';
+import type { InternalRequest } from '../shared/internal/request.js';
 import { worstCaseCostNanos, worstInputPrice, worstOutputPrice } from '../shared/pricing.js';
 
 // Budgets that clamp: when a request's worst case does not fit what is left of its budget, the
@@ -13,6 +14,25 @@ import { worstCaseCostNanos, worstInputPrice, worstOutputPrice } from '../shared
 // "no overspend" holds as before, whatever the fallbacks, n or concurrent requests.
 
 export const DEFAULT_MIN_OUTPUT_TOKENS = 16;
+
+/** Anthropic's smallest thinking budget; max_tokens must be above the budget. */
+const MIN_THINKING_BUDGET = 1024;
+
+/** The smallest ceiling a request may be clamped to: the configured minimum, or more when it thinks with a budget. */
+export function minimumCeiling(request: InternalRequest, configured: number): number {
+  const thinking = request.reasoning?.mode === 'enabled' && request.reasoning.budgetTokens !== undefined;
+  return thinking ? Math.max(configured, MIN_THINKING_BUDGET + 1) : configured;
+}
+
+/** Lowers a thinking budget that the clamped ceiling no longer leaves room for (budget_tokens < max_tokens). */
+export function fitThinkingBudget(request: InternalRequest, ceiling: number): void {
+  const budget = request.reasoning?.budgetTokens;
+  if (!request.reasoning || budget === undefined || budget < ceiling) return;
+  request.reasoning = { ...request.reasoning, budgetTokens: ceiling - 1 };
+  // An Anthropic client's own thinking field goes to Anthropic targets as sent: lower it there too.
+  const thinking = request.extras?.anthropic?.thinking;
+  if (thinking && typeof thinking === 'object') request.extras!.anthropic = { ...request.extras!.anthropic, thinking: { ...thinking, budget_tokens: ceiling - 1 } };
+}
 
 export interface Reservation {
   /** The output ceiling this reservation covers, per choice, before each model's own limit. */

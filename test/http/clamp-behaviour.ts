@@ -3,6 +3,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { parseChatRequest } from '../../src/ingress/surfaces/chat-completions/chat-request-schema.js';
 import { chatToInternal } from '../../src/ingress/surfaces/chat-completions/chat-to-internal.js';
 import { countPromptTokens, prepareTokenCounter } from '../../src/shared/token-counter.js';
+import { startAnthropicProviderDouble, type AnthropicProviderDouble } from '../doubles/anthropic-provider-double.js';
 import { startOpenAiProviderDouble, type OpenAiProviderDouble } from '../doubles/openai-provider-double.js';
 import { adminRequest, chat, createKey, eventually, hello, type CreatedKey } from '../support/api-client.js';
 import { startDeployment, testUpstreamKey, type DeploymentKind, type TestDeployment } from '../support/gateway-harness.js';
@@ -21,6 +22,7 @@ const nanosPerUsd = 1e9;
 
 interface Context {
   double: OpenAiProviderDouble;
+  anthropic: AnthropicProviderDouble;
   deployment: TestDeployment;
 }
 
@@ -47,16 +49,22 @@ export function describeClamping(kind: DeploymentKind): void {
   beforeAll(async () => {
     await prepareTokenCounter();
     context.double = await startOpenAiProviderDouble({ apiKey: testUpstreamKey });
+    context.anthropic = await startAnthropicProviderDouble({ apiKey: 'test-anthropic-key' });
     context.deployment = await startDeployment(kind, {
       openAiUrl: context.double.url,
-      modelLimits: { alpha: { maxOutputTokens: 64_000 }, beta: { maxOutputTokens: 64_000 } },
+      anthropicUrl: context.anthropic.url,
+      modelLimits: { alpha: { maxOutputTokens: 64_000 }, beta: { maxOutputTokens: 64_000 }, 'claude-test': { maxOutputTokens: 64_000 } },
       environment: { SWITCHBOARD_MIN_OUTPUT_TOKENS: String(MIN_OUTPUT) },
     });
   }, 90_000);
-  beforeEach(() => context.double?.reset());
+  beforeEach(() => {
+    context.double?.reset();
+    context.anthropic?.reset();
+  });
   afterAll(async () => {
     await context.deployment?.close();
     await context.double?.close();
+    await context.anthropic?.close();
   }, 30_000);
 
   const client = (key: CreatedKey) => new OpenAI({ baseURL: `${context.deployment.url()}/v1`, apiKey: key.key, maxRetries: 0 });
@@ -155,5 +163,25 @@ export function describeClamping(kind: DeploymentKind): void {
     expect(served.headers.get('x-switchboard-max-tokens-clamped')).toBe(String(MIN_OUTPUT));
     expect(context.double.requests[0]!.body.max_tokens).toBe(MIN_OUTPUT);
   });
-}
 
+  it('keeps room for thinking: a clamped Messages request gets a thinking budget below its max_tokens, or 402 below 1,025 tokens', async () => {
+    const messages = (key: CreatedKey, body: Record<string, unknown>) =>
+      fetch(`${context.deployment.url()}/v1/messages`, { method: 'POST', headers: { 'x-api-key': key.key, 'anthropic-version': '2023-06-01', 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const body = { model: 'svc/claude-test', max_tokens: 32_000, thinking: { type: 'enabled', budget_tokens: 16_000 }, messages: [{ role: 'user', content: 'Think, then say hello' }] };
+    // svc/claude-test: $3 / $15 per million; $0.05 affords about 3,300 output tokens.
+    const key = await createKey(context.deployment, { name: 'thinking', budget_usd: 0.05 });
+    const served = await messages(key, body);
+    expect(served.status, await served.clone().text()).toBe(200);
+    await served.arrayBuffer();
+    const ceiling = Number(served.headers.get('x-switchboard-max-tokens-clamped'));
+    expect(ceiling).toBeGreaterThan(1024);
+    expect(ceiling).toBeLessThan(3400);
+    expect(context.anthropic.requests.map((request) => [request.body.max_tokens, (request.body.thinking as { budget_tokens: number }).budget_tokens])).toEqual([[ceiling, ceiling - 1]]);
+    // $0.01 affords about 660: not even the smallest thinking budget (1,024) plus one token.
+    const poor = await createKey(context.deployment, { name: 'thinking, poor', budget_usd: 0.01 });
+    const refused = await messages(poor, body);
+    expect(refused.status).toBe(402);
+    expect((await refused.json()).error.message).toContain('the minimum output of 1025 tokens');
+    expect(context.anthropic.requests).toHaveLength(1);
+  });
+}
