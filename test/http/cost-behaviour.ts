@@ -202,6 +202,17 @@ export function describeCost(kind: DeploymentKind): void {
     });
   });
 
+  describe('GET /v1/models', () => {
+    it('lists the cache and reasoning prices a model bills, fallbacks applied', async () => {
+      const models = (await client().models.list()).data as unknown as Array<Record<string, any>>;
+      const claude = models.find((model) => model.id === 'svc/claude-test')!;
+      expect(claude.pricing_usd_per_million).toEqual({ prompt: 3, completion: 15, cache_read: 0.3, cache_write: 3.75, cache_write_1h: 6, reasoning: 15 });
+      expect(claude.pricing).toMatchObject({ prompt: '0.000003', input_cache_read: '0.0000003', input_cache_write: '0.00000375', internal_reasoning: '0.000015' });
+      // svc/alpha sets a read price only: writes at the input price, 1-hour writes at the write price.
+      expect(models.find((model) => model.id === 'svc/alpha')!.pricing_usd_per_million).toEqual({ prompt: 1, completion: 2, cache_read: 0.25, cache_write: 1, cache_write_1h: 1, reasoning: 2 });
+    });
+  });
+
   describe('usage API', () => {
     it('sums the cache and reasoning split per model, with the exact cost', async () => {
       const key = await createKey(context.deployment, { name: 'usage split' });
