@@ -180,7 +180,8 @@ function ledgerSql(filter: UsageFilter, dialect: 'sqlite' | 'postgres'): { sql: 
   const where = conds.length ? `WHERE ${conds.join(' AND ')}` : '';
   const day = dialect === 'postgres' ? `to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD')` : 'substr(created_at, 1, 10)';
   const group = filter.groupBy === 'key' ? 'key_id' : filter.groupBy === 'model' ? 'served_model' : filter.groupBy === 'day' ? day : null;
-  const totals = 'COUNT(*) AS requests, COALESCE(SUM(prompt_tokens), 0) AS prompt_tokens, COALESCE(SUM(completion_tokens), 0) AS completion_tokens, COALESCE(SUM(cost_nanos), 0) AS cost_nanos';
+  const totals = 'COUNT(*) AS requests, COALESCE(SUM(prompt_tokens), 0) AS prompt_tokens, COALESCE(SUM(completion_tokens), 0) AS completion_tokens, COALESCE(SUM(cost_nanos), 0) AS cost_nanos, ' +
+    'COALESCE(SUM(cache_read_tokens), 0) AS cache_read_tokens, COALESCE(SUM(cache_write_tokens), 0) AS cache_write_tokens, COALESCE(SUM(cache_write_1h_tokens), 0) AS cache_write_1h_tokens, COALESCE(SUM(reasoning_tokens), 0) AS reasoning_tokens';
   const order = dialect === 'postgres' ? `(${group}) IS NULL, (${group}) COLLATE "C"` : 'g IS NULL, g';
   const sql = group ? `SELECT ${group} AS g, ${totals} FROM usage_ledger ${where} GROUP BY 1 ORDER BY ${order}` : `SELECT ${totals} FROM usage_ledger ${where}`;
   return { sql, params };
@@ -194,6 +195,10 @@ function rowsFromLedger(rows: Array<Record<string, unknown>>, filter: UsageFilte
     prompt_tokens: Number(row.prompt_tokens),
     completion_tokens: Number(row.completion_tokens),
     cost_usd: Number(row.cost_nanos) / 1e9,
+    cache_read_tokens: Number(row.cache_read_tokens),
+    cache_write_tokens: Number(row.cache_write_tokens),
+    cache_write_1h_tokens: Number(row.cache_write_1h_tokens),
+    reasoning_tokens: Number(row.reasoning_tokens),
   }));
 }
 

@@ -67,6 +67,7 @@ export async function startEmbeddedGateway(options: EmbeddedOptions = {}): Promi
     maxInflightBodyBytes: config.maxInflightBodyBytes,
     maxJsonDepth: config.maxJsonDepth,
     maxQueuedStreamBytes: config.maxQueuedStreamBytes,
+    minOutputTokens: config.minOutputTokens,
     keyCacheMs: transport.keyCacheMs,
     announceKeyChange: transport.announceKeyChange,
     responses: { log: responseEvents.log, retentionMs: config.responseRetentionMs, purgeIntervalMs: config.responsePurgeIntervalMs },

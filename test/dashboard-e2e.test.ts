@@ -123,7 +123,8 @@ describe.runIf(haveChromium)('dashboard in Chromium', () => {
     const cost = (usage.prompt_tokens * promptPrice + usage.completion_tokens * completionPrice) / 1e6;
     // And once through a fallback: svc/beta is rate limited upstream, svc/alpha answers and is billed.
     double.script('beta', { kind: 'error', status: 429 });
-    double.script('alpha', { kind: 'text', text: 'fallback answer', usage: { prompt_tokens: 100, completion_tokens: 50 } });
+    // Its usage has a cache and reasoning split; svc/alpha has no cache price, so reads bill at the input price.
+    double.script('alpha', { kind: 'text', text: 'fallback answer', usage: { prompt_tokens: 100, completion_tokens: 50, cached_tokens: 40, reasoning_tokens: 10 } });
     const viaFallback = await chat(deployment, secret, { model: 'svc/beta', fallbacks: ['svc/alpha'], messages: hello });
     expect(viaFallback.status).toBe(200);
     const fallbackCost = (100 * promptPrice + 50 * completionPrice) / 1e6;
@@ -139,7 +140,9 @@ describe.runIf(haveChromium)('dashboard in Chromium', () => {
     const fallbackRow = await row('svc/beta').innerText();
     expect(fallbackRow).toMatch(/svc\/beta[\s\S]*svc\/alpha[\s\S]*1 \(svc\/beta: rate limit\)[\s\S]*100 \+ 50/);
     expect(fallbackRow).toContain(shownUsd(fallbackCost));
+    expect(fallbackRow).toContain('40 cache read · 10 reasoning');
     await page.getByRole('region', { name: 'Totals for the range' }).getByText(shownUsd(cost + fallbackCost)).waitFor();
+    await page.getByRole('region', { name: 'Totals for the range' }).getByText('40 cache read · 10 reasoning').waitFor();
     await page.locator('.uplot canvas').first().waitFor();
     await shoot('usage.png');
 

@@ -30,7 +30,7 @@ describe('kind: embeddings in a catalog file', () => {
   it.each([
     ['an embedding model on a provider without an embeddings endpoint', `  - { id: svc/e, kind: embeddings, provider: an, upstream_model: e, context_length: 8192, pricing: { prompt_usd_per_million: 1 } }\n`, "provider 'an' speaks anthropic, which has no embeddings endpoint"],
     ['a completion price on an embedding model', `  - { id: svc/e, kind: embeddings, provider: oa, upstream_model: e, context_length: 8192, pricing: { prompt_usd_per_million: 1, completion_usd_per_million: 1 } }\n`, 'billed per input token only'],
-    ['a chat model without a completion price', `  - { id: svc/c, provider: oa, upstream_model: c, context_length: 8192, pricing: { prompt_usd_per_million: 1 } }\n`, 'pricing.completion_usd_per_million: Required'],
+    ['a chat model without a completion price', `  - { id: svc/c, provider: oa, upstream_model: c, context_length: 8192, pricing: { prompt_usd_per_million: 1 } }\n`, 'pricing.completion_usd_per_million: a model without a price would be billed $0'],
     [
       'a chat model falling back to an embedding model',
       `  - { id: svc/c, provider: oa, upstream_model: c, context_length: 8192, pricing: { prompt_usd_per_million: 1, completion_usd_per_million: 1 }, fallbacks: [svc/e] }\n  - { id: svc/e, kind: embeddings, provider: oa, upstream_model: e, context_length: 8192, pricing: { prompt_usd_per_million: 1 } }\n`,

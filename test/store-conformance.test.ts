@@ -89,6 +89,9 @@ function newKey(over: Partial<NewKey> = {}): NewKey {
   };
 }
 
+/** Usage rows of records without cache or reasoning tokens. */
+const noSplit = { cache_read_tokens: 0, cache_write_tokens: 0, cache_write_1h_tokens: 0, reasoning_tokens: 0 };
+
 function entry(over: Partial<LedgerEntry> & Pick<LedgerEntry, 'id' | 'keyId'>): LedgerEntry {
   return {
     requestedModel: 'gpt-4o',
@@ -97,6 +100,10 @@ function entry(over: Partial<LedgerEntry> & Pick<LedgerEntry, 'id' | 'keyId'>): 
     promptTokens: 10,
     completionTokens: 5,
     costNanos: 1000,
+    cacheReadTokens: 0,
+    cacheWriteTokens: 0,
+    cacheWrite1hTokens: 0,
+    reasoningTokens: 0,
     status: 200,
     latencyMs: 150,
     estimated: false,
@@ -189,7 +196,8 @@ function storeConformance(name: string, makeTarget: () => StoreTarget): void {
     it('records usage: ledger row, spend and last use together', async () => {
       const store = await open();
       const key = await store.createKey(newKey());
-      const e = entry({ id: 'req_1', keyId: key.id, costNanos: 2_500_000_000, estimated: true, stream: true, servedModel: 'fallback' });
+      // The cache and reasoning split (migration 5) is kept in its own columns.
+      const e = entry({ id: 'req_1', keyId: key.id, costNanos: 2_500_000_000, estimated: true, stream: true, servedModel: 'fallback', cacheReadTokens: 4, cacheWriteTokens: 3, cacheWrite1hTokens: 1, reasoningTokens: 2 });
       await store.recordUsage(e);
       expect(await store.getKey(key.id)).toMatchObject({ spentUsd: 2.5, lastUsedAt: e.createdAt });
       expect(await store.listLedger({})).toEqual([e]);
@@ -207,7 +215,7 @@ function storeConformance(name: string, makeTarget: () => StoreTarget): void {
       await Promise.all([store.recordUsage(e), store.recordUsage(e)]);
       expect((await store.getKey(key.id))?.spentUsd).toBe(7_000 / 1e9);
       expect(await store.listLedger({ keyId: key.id })).toEqual([e]);
-      expect(await store.queryUsage({ keyId: key.id })).toEqual([{ requests: 1, prompt_tokens: 10, completion_tokens: 5, cost_usd: 7_000 / 1e9 }]);
+      expect(await store.queryUsage({ keyId: key.id })).toEqual([{ requests: 1, prompt_tokens: 10, completion_tokens: 5, cost_usd: 7_000 / 1e9, ...noSplit }]);
     });
 
     it('keeps spend exact under concurrent records for one key', async () => {
@@ -217,7 +225,7 @@ function storeConformance(name: string, makeTarget: () => StoreTarget): void {
       expect(await store.spentNanosSince(key.id, '2000-01-01T00:00:00.000Z')).toBe(40 * 333_333_337);
       expect((await store.getKey(key.id))?.spentUsd).toBe((40 * 333_333_337) / 1e9);
       expect(await store.queryUsage({ keyId: key.id, groupBy: 'day' })).toEqual([
-        { day: '2026-11-22', requests: 40, prompt_tokens: 400, completion_tokens: 200, cost_usd: (40 * 333_333_337) / 1e9 },
+        { day: '2026-11-22', requests: 40, prompt_tokens: 400, completion_tokens: 200, cost_usd: (40 * 333_333_337) / 1e9, ...noSplit },
       ]);
     });
 
@@ -230,7 +238,7 @@ function storeConformance(name: string, makeTarget: () => StoreTarget): void {
       expect(await store.spentNanosSince(key.id, '2026-01-01T00:00:00.000Z')).toBe(total);
       expect((await store.getKey(key.id))?.spentUsd).toBe(total / 1e9);
       expect(await store.queryUsage({ keyId: key.id })).toEqual([
-        { requests: 4, prompt_tokens: 40, completion_tokens: 20, cost_usd: total / 1e9 },
+        { requests: 4, prompt_tokens: 40, completion_tokens: 20, cost_usd: total / 1e9, ...noSplit },
       ]);
       await expect(store.recordUsage(entry({ id: 'frac', keyId: key.id, costNanos: 1.5 }))).rejects.toThrow(RangeError);
     });
@@ -273,6 +281,7 @@ function storeConformance(name: string, makeTarget: () => StoreTarget): void {
         prompt_tokens: 10 * requests,
         completion_tokens: 5 * requests,
         cost_usd: costNanos / 1e9,
+        ...noSplit,
       });
 
       it('returns one total row without groupBy, zeros when empty', async () => {
@@ -395,6 +404,7 @@ function storeConformance(name: string, makeTarget: () => StoreTarget): void {
             prompt_tokens: t.prompt_tokens,
             completion_tokens: t.completion_tokens,
             cost_usd: t.nanos / 1e9,
+            ...noSplit,
           }));
       }
 
@@ -438,8 +448,10 @@ function storeConformance(name: string, makeTarget: () => StoreTarget): void {
         for (const r of rows) await store.recordUsage(r);
         await store.rebuildUsageRollups();
         await checkAll(store);
-        // The state of a database written before the rollup existed: migration 2 fills it in.
-        await db.raw('DROP TABLE usage_daily; DELETE FROM schema_migrations WHERE version = 2');
+        // The state of a database written before the rollup existed (and so before the cache and
+        // reasoning split of migration 5): migration 2 fills the rollup in, migration 5 adds the split.
+        const dropSplit = ['cache_read_tokens', 'cache_write_tokens', 'cache_write_1h_tokens', 'reasoning_tokens'].map((column) => `ALTER TABLE usage_ledger DROP COLUMN ${column};`).join(' ');
+        await db.raw(`DROP TABLE usage_daily; ${dropSplit} DELETE FROM schema_migrations WHERE version IN (2, 5)`);
         const reopened = await open(db);
         await checkAll(reopened);
       });

@@ -226,6 +226,10 @@ async function usageCommand(args: string[], environment: NodeJS.ProcessEnv, io: 
       prompt_tokens: rows.reduce((total, row) => total + row.prompt_tokens, 0),
       completion_tokens: rows.reduce((total, row) => total + row.completion_tokens, 0),
       cost_usd: rows.reduce((total, row) => total + Math.round(row.cost_usd * 1e9), 0) / 1e9,
+      cache_read_tokens: rows.reduce((total, row) => total + row.cache_read_tokens, 0),
+      cache_write_tokens: rows.reduce((total, row) => total + row.cache_write_tokens, 0),
+      cache_write_1h_tokens: rows.reduce((total, row) => total + row.cache_write_1h_tokens, 0),
+      reasoning_tokens: rows.reduce((total, row) => total + row.reasoning_tokens, 0),
     };
     body.push([...first.map((_, i) => (i === 0 ? 'TOTAL' : '')), ...totals(sum)]);
   }

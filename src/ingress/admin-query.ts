@@ -66,6 +66,12 @@ export function publicRequest(entry: LedgerEntry): Record<string, unknown> {
     prompt_tokens: entry.promptTokens,
     completion_tokens: entry.completionTokens,
     cost_usd: entry.costNanos / 1e9,
+    // The billed split: subsets of prompt_tokens (cache reads and writes, the 1-hour writes among
+    // them) and of completion_tokens (reasoning), each priced at its own rate.
+    cache_read_tokens: entry.cacheReadTokens ?? 0,
+    cache_write_tokens: entry.cacheWriteTokens ?? 0,
+    cache_write_1h_tokens: entry.cacheWrite1hTokens ?? 0,
+    reasoning_tokens: entry.reasoningTokens ?? 0,
     estimated: entry.estimated,
     stream: entry.stream,
     latency_ms: entry.latencyMs,

@@ -1,10 +1,11 @@
-import { highestPricing, type ModelEntry } from '../shared/catalog/catalog-types.js';
+import type { ModelEntry } from '../shared/catalog/catalog-types.js';
 import type { Counters, RateLimitState } from '../shared/counters/counters.js';
 import { GatewayError, invalidApiKey } from '../shared/errors.js';
 import type { InternalRequest } from '../shared/internal/request.js';
-import { costNanos, usdToNanos } from '../shared/pricing.js';
+import { usdToNanos } from '../shared/pricing.js';
 import type { KeyRecord } from '../shared/store/store.js';
 import { countPromptTokens } from '../shared/token-counter.js';
+import { affordableCeiling, clampCandidates, DEFAULT_MIN_OUTPUT_TOKENS, fitThinkingBudget, minimumCeiling, reservationFor, type Reservation } from './output-clamp.js';
 
 // Admission before a request goes upstream: revocation, rate limits and a budget reservation of
 // the request's worst-case cost, in one call to the counters (one Redis round trip when scaled out).
@@ -41,52 +42,80 @@ export function rateLimitHeaders(state: RateLimitState): Array<[string, string]>
   return headers;
 }
 
-/** The output ceiling a target may spend: the request's max tokens, capped by the model's own limit. */
-function outputCeiling(request: InternalRequest, model: ModelEntry): number {
-  const asked = request.maxOutputTokens;
-  return asked ? Math.min(asked, model.maxOutputTokens) : model.maxOutputTokens;
+/** The output ceiling the request asks for: its max tokens, or the largest model limit of the chain. */
+function askedCeiling(request: InternalRequest, targets: ModelEntry[]): number {
+  return request.maxOutputTokens ?? Math.max(...targets.map((model) => model.maxOutputTokens));
 }
 
-export async function admitRequest(counters: Counters, key: KeyRecord, request: InternalRequest, targets: ModelEntry[], requestId: string): Promise<AdmittedRequest> {
+export interface AdmissionOptions {
+  /** Output tokens below which a budget no longer clamps a request but refuses it. */
+  minOutputTokens?: number;
+}
+
+/** The response header that tells a client its max tokens was lowered to fit the budget. */
+export const CLAMPED_HEADER = 'x-switchboard-max-tokens-clamped';
+
+export async function admitRequest(counters: Counters, key: KeyRecord, request: InternalRequest, targets: ModelEntry[], requestId: string, options: AdmissionOptions = {}): Promise<AdmittedRequest> {
   const needsTokens = key.tpm !== null || key.budgetUsd !== null;
   const promptTokens = needsTokens ? countPromptTokens(request) : 0;
   const choices = request.n;
-  let reserveNanos = 0;
-  let tokens = 0;
-  if (needsTokens) {
-    for (const model of targets) {
-      const ceiling = outputCeiling(request, model);
-      reserveNanos = Math.max(reserveNanos, costNanos(highestPricing(model), promptTokens * choices, ceiling * choices));
-      tokens = Math.max(tokens, (promptTokens + ceiling) * choices);
+  const budgetNanos = key.budgetUsd === null ? null : usdToNanos(key.budgetUsd);
+  const full = askedCeiling(request, targets);
+  const admit = (reservation: Reservation) =>
+    counters.admit({
+      keyId: key.id,
+      requestId,
+      limits: { rpm: key.rpm, tpm: key.tpm, maxConcurrent: key.maxConcurrent, budgetNanos, budgetPeriod: key.budgetPeriod },
+      tokens: needsTokens ? reservation.tokens : 0,
+      reserveNanos: needsTokens ? reservation.reserveNanos : 0,
+      now: Date.now(),
+    });
+  let reservation = reservationFor(targets, promptTokens, choices, full);
+  let admission = await admit(reservation);
+  if (!admission.ok && admission.reason === 'budget_exceeded' && budgetNanos !== null) {
+    // An all-time budget's spend is on the key record (perhaps a moment old, so perhaps too low:
+    // the counters still decide); a period's starts from the whole budget.
+    const spent = key.budgetPeriod === 'none' ? usdToNanos(key.spentUsd) : 0;
+    const affordable = affordableCeiling(targets, promptTokens, choices, Math.max(0, budgetNanos - spent));
+    for (const ceiling of clampCandidates(full, minimumCeiling(request, options.minOutputTokens ?? DEFAULT_MIN_OUTPUT_TOKENS), affordable)) {
+      const lower = reservationFor(targets, promptTokens, choices, ceiling);
+      const retry = await admit(lower);
+      // The last refusal speaks for the request: its retry-after is the minimum's.
+      admission = retry;
+      if (retry.ok || retry.reason !== 'budget_exceeded') {
+        if (retry.ok) {
+          reservation = lower;
+          // Every adapter sends this upstream as the provider's max tokens. One value serves every
+          // target of the chain, so it must not exceed the smallest model limit when the client set
+          // none (a lower ceiling than the budget affords on the larger ones, never a refused call).
+          const smallest = Math.min(...targets.map((model) => model.maxOutputTokens));
+          request.maxOutputTokens = request.maxOutputTokens === undefined ? Math.min(ceiling, smallest) : ceiling;
+          reservation.ceiling = request.maxOutputTokens;
+          fitThinkingBudget(request, request.maxOutputTokens);
+        }
+        break;
+      }
     }
   }
-  const admission = await counters.admit({
-    keyId: key.id,
-    requestId,
-    limits: {
-      rpm: key.rpm,
-      tpm: key.tpm,
-      maxConcurrent: key.maxConcurrent,
-      budgetNanos: key.budgetUsd === null ? null : usdToNanos(key.budgetUsd),
-      budgetPeriod: key.budgetPeriod,
-    },
-    tokens,
-    reserveNanos,
-    now: Date.now(),
-  });
+  const reserveNanos = reservation.reserveNanos;
+  const tokens = reservation.tokens;
   const headers = rateLimitHeaders(admission.rateLimit);
-  if (admission.ok) return { reservationId: admission.reservationId, reservedNanos: reserveNanos, headers };
+  if (admission.ok) {
+    if (reservation.ceiling < full) headers.push([CLAMPED_HEADER, String(reservation.ceiling)]);
+    return { reservationId: admission.reservationId, reservedNanos: needsTokens ? reserveNanos : 0, headers };
+  }
   if (admission.reason === 'revoked') throw invalidApiKey();
   const retryAfterSeconds = admission.retryAfterSeconds;
   if (admission.reason === 'budget_exceeded') {
     const period = key.budgetPeriod === 'none' ? 'total' : key.budgetPeriod;
-    const ceiling = request.maxOutputTokens !== undefined ? 'max_tokens' : "the model's output limit";
-    let next = 'Lower max_tokens or raise the budget.';
+    const minimum = Math.min(minimumCeiling(request, options.minOutputTokens ?? DEFAULT_MIN_OUTPUT_TOKENS), full);
+    const ceiling = minimum < full ? `the minimum output of ${minimum} tokens` : request.maxOutputTokens !== undefined ? 'max_tokens' : "the model's output limit";
+    let next = minimum < full ? 'Raise the budget.' : 'Lower max_tokens or raise the budget.';
     if (retryAfterSeconds === IN_FLIGHT_RETRY_SECONDS) next = 'Requests in flight will release what they do not spend within seconds.';
     else if (retryAfterSeconds !== undefined) next = `The budget starts afresh at ${new Date(Date.now() + retryAfterSeconds * 1000).toISOString().replace(/:\d\d\.\d+Z$/, 'Z').replace(/T00:00Z$/, ' 00:00 UTC')}.`;
     throw new GatewayError(
       'budget_exceeded',
-      `This request could cost up to ${usd(reserveNanos)} (prompt plus ${ceiling}${choices > 1 ? `, times n = ${choices}` : ''}, at the dearest model it may use), more than is left of this key's ${period} budget of ${usd(usdToNanos(key.budgetUsd ?? 0))} once spent and in-flight requests are counted. ${next}`,
+      `This request could cost up to ${usd(reservationFor(targets, promptTokens, choices, minimum).reserveNanos)} (prompt plus ${ceiling}${choices > 1 ? `, times n = ${choices}` : ''}, at the dearest model it may use), more than is left of this key's ${period} budget of ${usd(usdToNanos(key.budgetUsd ?? 0))} once spent and in-flight requests are counted. ${next}`,
       { headers, retryAfterSeconds },
     );
   }

@@ -57,6 +57,7 @@ async function main(): Promise<void> {
     maxInflightBodyBytes: config.maxInflightBodyBytes,
     maxJsonDepth: config.maxJsonDepth,
     maxQueuedStreamBytes: config.maxQueuedStreamBytes,
+    minOutputTokens: config.minOutputTokens,
     keyCacheMs: config.keyCacheMs,
     announceKeyChange: (publicId) => transport.announceKeyChange(publicId),
     responses: { log: responseEvents.log, retentionMs: config.responseRetentionMs, purgeIntervalMs: config.responsePurgeIntervalMs },

@@ -1,6 +1,6 @@
-import { findModel, type Catalog, type ModelEntry } from '../shared/catalog/catalog-types.js';
+import { findModel, type Catalog, type ModelEntry, type ModelPricing } from '../shared/catalog/catalog-types.js';
 import { GatewayError } from '../shared/errors.js';
-import { usdPerTokenString } from '../shared/pricing.js';
+import { cacheReadPrice, cacheWrite1hPrice, cacheWritePrice, reasoningPrice, usdPerTokenString } from '../shared/pricing.js';
 
 /**
  * One model in the OpenAI list shape, plus its kind (chat or embeddings), context length and
@@ -17,8 +17,8 @@ function modelObject(catalog: Catalog, model: ModelEntry): Record<string, unknow
     kind: model.kind,
     context_length: model.contextLength,
     ...(chat ? { max_output_tokens: model.maxOutputTokens } : {}),
-    pricing: { prompt: usdPerTokenString(model.pricing.promptUsdPerMillion), completion: usdPerTokenString(model.pricing.completionUsdPerMillion) },
-    pricing_usd_per_million: { prompt: model.pricing.promptUsdPerMillion, completion: model.pricing.completionUsdPerMillion },
+    pricing: { prompt: usdPerTokenString(model.pricing.promptUsdPerMillion), completion: usdPerTokenString(model.pricing.completionUsdPerMillion), ...(chat ? cachePricing(model.pricing, usdPerTokenString) : {}) },
+    pricing_usd_per_million: { prompt: model.pricing.promptUsdPerMillion, completion: model.pricing.completionUsdPerMillion, ...(chat ? cachePricingPerMillion(model.pricing) : {}) },
     provider: model.provider,
     provider_configured: Boolean(provider && (provider.apiKey || !provider.apiKeyVariable)),
   };
@@ -43,4 +43,13 @@ export function modelBody(catalog: Catalog, url: string): string {
   const model = findModel(catalog, name);
   if (!model) throw new GatewayError('model_not_found', `The model \`${name}\` does not exist. GET /v1/models lists the models this gateway serves.`, { param: 'model' });
   return JSON.stringify(modelObject(catalog, model));
+}
+
+/** The prices a chat model bills beyond input and output, as charged (fallbacks applied): OpenRouter's field names, per token. */
+function cachePricing(pricing: ModelPricing, format: (usdPerMillion: number) => string): Record<string, string> {
+  return { input_cache_read: format(cacheReadPrice(pricing)), input_cache_write: format(cacheWritePrice(pricing)), internal_reasoning: format(reasoningPrice(pricing)) };
+}
+
+function cachePricingPerMillion(pricing: ModelPricing): Record<string, number> {
+  return { cache_read: cacheReadPrice(pricing), cache_write: cacheWritePrice(pricing), cache_write_1h: cacheWrite1hPrice(pricing), reasoning: reasoningPrice(pricing) };
 }

@@ -41,6 +41,8 @@ export interface IngressOptions {
   maxJsonDepth?: number;
   maxQueuedStreamBytes: number;
   keyCacheMs: number;
+  /** Output tokens below which a budget refuses a request instead of lowering its max tokens (default 16). */
+  minOutputTokens?: number;
   announceKeyChange?: (publicId: string) => void | Promise<void>;
   /** The Responses API's stored responses and replay log (a memory log when absent). */
   responses?: { log: ResponseEventLog; retentionMs: number; purgeIntervalMs: number };
@@ -110,6 +112,7 @@ export async function startIngress(options: IngressOptions): Promise<RunningIngr
     transport: options.transport,
     router,
     maxQueuedStreamBytes: options.maxQueuedStreamBytes,
+    minOutputTokens: options.minOutputTokens,
     openRequests,
   };
   app.post('/v1/chat/completions', route('chat.completions', surfaceRouteOptions(chatCompletionsSurface), createSurfaceHandler(chatCompletionsSurface, pipeline)));

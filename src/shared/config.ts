@@ -27,6 +27,8 @@ export interface GatewayConfig {
   responseRetentionMs: number;
   /** How often expired stored responses are purged (SWITCHBOARD_RESPONSE_PURGE_INTERVAL_MS). */
   responsePurgeIntervalMs: number;
+  /** Output tokens below which a budget refuses a request (402) instead of lowering its max tokens (SWITCHBOARD_MIN_OUTPUT_TOKENS). */
+  minOutputTokens: number;
 }
 
 function positiveNumber(environment: NodeJS.ProcessEnv, name: string, fallback: number): number {
@@ -63,6 +65,7 @@ export function readConfig(environment: NodeJS.ProcessEnv = process.env): Gatewa
     logLevel: environment.LOG_LEVEL ?? 'info',
     responseRetentionMs: Math.round(positiveNumber(environment, 'SWITCHBOARD_RESPONSE_RETENTION_DAYS', 30) * 86_400_000),
     responsePurgeIntervalMs: positiveNumber(environment, 'SWITCHBOARD_RESPONSE_PURGE_INTERVAL_MS', 3_600_000),
+    minOutputTokens: Math.max(1, integer(environment, 'SWITCHBOARD_MIN_OUTPUT_TOKENS', 16)),
   };
 }
 

@@ -2,7 +2,7 @@ import type { InternalRequest } from '../shared/internal/request.js';
 import type { ChoiceDelta } from '../shared/job.js';
 import type { ChatAdapter } from '../shared/providers/chat-adapter.js';
 import { countPromptTokens, countTextTokens } from '../shared/token-counter.js';
-import { makeUsage, type Usage } from '../shared/usage.js';
+import { makeUsage, usageSplit, withSplit, type Usage, type UsageSplit } from '../shared/usage.js';
 import type { ProviderCallBudget } from './provider-call-budget.js';
 import { jobStreamSink, type StreamSink } from './stream-relay.js';
 import { runAttempt, type AttemptInput, type AttemptResult } from './target-attempt.js';
@@ -122,23 +122,16 @@ function totalUsage(request: InternalRequest, results: AttemptResult[]): Usage {
   let prompt = 0;
   let completion = 0;
   let estimated = false;
-  let cached = 0;
-  let reasoning = 0;
+  const split: UsageSplit = { cacheReadTokens: 0, cacheWriteTokens: 0, cacheWrite1hTokens: 0, reasoningTokens: 0 };
   for (const result of results) {
     if (!result.usage && !result.ok && result.completionText === '') continue;
     const usage = result.usage ?? makeUsage(countPromptTokens(request, 'estimate'), countTextTokens(result.completionText), true);
     prompt += usage.prompt_tokens;
     completion += usage.completion_tokens;
     estimated ||= usage.estimated === true;
-    cached += numberOf(usage.prompt_tokens_details?.cached_tokens);
-    reasoning += numberOf(usage.completion_tokens_details?.reasoning_tokens);
+    // Each call's cache and reasoning split is billed too, so the sum keeps every part of it.
+    const part = usageSplit(usage);
+    for (const field of Object.keys(split) as (keyof UsageSplit)[]) split[field] += part[field];
   }
-  const usage = makeUsage(prompt, completion, estimated);
-  if (cached > 0) usage.prompt_tokens_details = { cached_tokens: cached };
-  if (reasoning > 0) usage.completion_tokens_details = { reasoning_tokens: reasoning };
-  return usage;
-}
-
-function numberOf(value: unknown): number {
-  return typeof value === 'number' && Number.isFinite(value) ? value : 0;
+  return withSplit(makeUsage(prompt, completion, estimated), split);
 }

@@ -6,6 +6,7 @@ import type { CompletionJob } from '../shared/job.js';
 import type { Store } from '../shared/store/store.js';
 import { countPromptTokens, countTextTokens } from '../shared/token-counter.js';
 import type { JobControl, JobHandler } from '../shared/transport/transport.js';
+import { nanosToUsd } from '../shared/pricing.js';
 import { makeUsage, type Usage } from '../shared/usage.js';
 import { DeploymentHealth } from './deployment-health.js';
 import { runFallbackChain, type ChainOutcome } from './fallback-chain.js';
@@ -76,7 +77,10 @@ export function createCompletionHandler(dependencies: CompletionWorkerDependenci
     );
   };
 
-  function settle(job: CompletionJob, outcome: ChainOutcome, usage: Usage | undefined, status: number): Promise<void> {
-    return settleJob(job, ledgerEntry(job, outcome, usage, status), usage ? usage.prompt_tokens + usage.completion_tokens : 0);
+  /** Settles the job and gives its usage the ledger's cost, so the answer shows what was billed. */
+  async function settle(job: CompletionJob, outcome: ChainOutcome, usage: Usage | undefined, status: number): Promise<void> {
+    const entry = ledgerEntry(job, outcome, usage, status);
+    await settleJob(job, entry, usage ? usage.prompt_tokens + usage.completion_tokens : 0);
+    if (usage) usage.cost = nanosToUsd(entry.costNanos);
   }
 }

@@ -7,6 +7,7 @@ import { describeError } from '../shared/errors.js';
 import type { EmbeddingsJob } from '../shared/job.js';
 import type { Store } from '../shared/store/store.js';
 import type { JobControl, JobHandler } from '../shared/transport/transport.js';
+import { nanosToUsd } from '../shared/pricing.js';
 import { makeUsage, type Usage } from '../shared/usage.js';
 import { DeploymentHealth } from './deployment-health.js';
 import { runEmbeddingsAttempt, type EmbeddingsAttemptResult } from './embeddings-attempt.js';
@@ -32,8 +33,12 @@ export function createEmbeddingsHandler(dependencies: EmbeddingsWorkerDependenci
   const { catalog, client, counters, logger, workerId } = dependencies;
   const health = new DeploymentHealth({ logger });
   const settleJob = createJobSettler(dependencies);
-  const settle = (job: EmbeddingsJob, outcome: ChainOutcome<EmbeddingsAttemptResult>, usage: Usage | undefined, status: number) =>
-    settleJob(job, ledgerEntry(job, outcome, usage, status), usage?.prompt_tokens ?? 0);
+  /** Settles the job and gives its usage the ledger's cost, so the answer shows what was billed. */
+  const settle = async (job: EmbeddingsJob, outcome: ChainOutcome<EmbeddingsAttemptResult>, usage: Usage | undefined, status: number) => {
+    const entry = ledgerEntry(job, outcome, usage, status);
+    await settleJob(job, entry, usage?.prompt_tokens ?? 0);
+    if (usage) usage.cost = nanosToUsd(entry.costNanos);
+  };
 
   return async (job: EmbeddingsJob, control: JobControl) => {
     control.publish({ type: 'accepted', worker: workerId });

@@ -2,8 +2,8 @@ import type { Logger } from 'pino';
 import type { Counters } from '../shared/counters/counters.js';
 import type { AttemptRecord, QueuedJob } from '../shared/job.js';
 import type { ModelEntry } from '../shared/catalog/catalog-types.js';
-import { costNanos } from '../shared/pricing.js';
-import type { Usage } from '../shared/usage.js';
+import { usageCostNanos } from '../shared/pricing.js';
+import { usageSplit, type Usage } from '../shared/usage.js';
 import type { LedgerEntry, Store } from '../shared/store/store.js';
 import { createUsageSettler } from '../shared/store/usage-settler.js';
 
@@ -43,6 +43,7 @@ export function createJobSettler(parts: SettlementParts): JobSettler {
 /** A job's ledger record: the model that served it (if any), priced as the deployment that did. */
 export function ledgerEntry(job: QueuedJob, outcome: { attempts: AttemptRecord[]; servedModel?: ModelEntry }, usage: Usage | undefined, status: number): LedgerEntry {
   const served = outcome.servedModel;
+  const split = usage ? usageSplit(usage) : undefined;
   return {
     id: job.id,
     keyId: job.keyId,
@@ -51,7 +52,11 @@ export function ledgerEntry(job: QueuedJob, outcome: { attempts: AttemptRecord[]
     attempts: outcome.attempts,
     promptTokens: usage?.prompt_tokens ?? 0,
     completionTokens: usage?.completion_tokens ?? 0,
-    costNanos: served && usage ? costNanos(served.pricing, usage.prompt_tokens, usage.completion_tokens) : 0,
+    costNanos: served && usage ? usageCostNanos(served.pricing, usage) : 0,
+    cacheReadTokens: split?.cacheReadTokens ?? 0,
+    cacheWriteTokens: split?.cacheWriteTokens ?? 0,
+    cacheWrite1hTokens: split?.cacheWrite1hTokens ?? 0,
+    reasoningTokens: split?.reasoningTokens ?? 0,
     status,
     latencyMs: Date.now() - job.enqueuedAt,
     estimated: usage?.estimated === true,

@@ -21,6 +21,8 @@ export interface AnthropicUsageCounts {
   output_tokens: number;
   cache_creation_input_tokens?: number;
   cache_read_input_tokens?: number;
+  /** The writes by TTL, sent as usage.cache_creation when given. */
+  cache_creation?: { ephemeral_5m_input_tokens: number; ephemeral_1h_input_tokens: number };
 }
 
 /** A content block of an answer, as the API returns it (tool_use ids are made up when left out). */
@@ -192,7 +194,7 @@ function messageStart(ex: Exchange, input: number | AnthropicUsageCounts): strin
     content: [],
     stop_reason: null,
     stop_sequence: null,
-    usage: { input_tokens: usage.input_tokens, cache_creation_input_tokens: usage.cache_creation_input_tokens ?? 0, cache_read_input_tokens: usage.cache_read_input_tokens ?? 0, output_tokens: 1 },
+    usage: { input_tokens: usage.input_tokens, cache_creation_input_tokens: usage.cache_creation_input_tokens ?? 0, cache_read_input_tokens: usage.cache_read_input_tokens ?? 0, ...('cache_creation' in usage && usage.cache_creation ? { cache_creation: usage.cache_creation } : {}), output_tokens: 1 },
   };
   return sseEvent('message_start', { message });
 }
@@ -219,6 +221,7 @@ function fullMessage(ex: Exchange, content: unknown[], stopReason: string, usage
       input_tokens: usage.input_tokens,
       cache_creation_input_tokens: usage.cache_creation_input_tokens ?? 0,
       cache_read_input_tokens: usage.cache_read_input_tokens ?? 0,
+      ...(usage.cache_creation ? { cache_creation: usage.cache_creation } : {}),
       output_tokens: usage.output_tokens,
       service_tier: 'standard',
     },

@@ -19,6 +19,8 @@ export interface GeminiUsageCounts {
   /** Over all candidates, as the API counts it. */
   candidatesTokenCount: number;
   thoughtsTokenCount?: number;
+  /** Part of promptTokenCount served from the (implicit) cache. */
+  cachedContentTokenCount?: number;
 }
 
 export type GeminiBehaviour =
@@ -135,6 +137,7 @@ function usageMetadata(usage: GeminiUsageCounts): Record<string, unknown> {
     promptTokenCount: usage.promptTokenCount,
     candidatesTokenCount: usage.candidatesTokenCount,
     ...(thoughts ? { thoughtsTokenCount: thoughts } : {}),
+    ...(usage.cachedContentTokenCount ? { cachedContentTokenCount: usage.cachedContentTokenCount } : {}),
     promptTokensDetails: [{ modality: 'TEXT', tokenCount: usage.promptTokenCount }],
     totalTokenCount: usage.promptTokenCount + usage.candidatesTokenCount + thoughts,
   };

@@ -25,8 +25,12 @@ export type ScriptedBehaviour =
       chunks?: string[];
       /** Delay before each content chunk; non-streaming answers wait `chunkDelayMs * pieces`. */
       chunkDelayMs?: number;
-      /** `'omit'`: no usage at all (no `usage` field, no usage-only chunk). Default: estimated from text lengths. */
-      usage?: TokenCounts | 'omit';
+      /**
+       * `'omit'`: no usage at all (no `usage` field, no usage-only chunk). `'max_tokens'`: the whole
+       * output ceiling the request set (max_tokens or max_completion_tokens, times n) is billed, the
+       * most a provider can charge. Default: estimated from text lengths.
+       */
+      usage?: TokenCounts | 'omit' | 'max_tokens';
       /** Default `stop`. */
       finishReason?: string;
     }
@@ -136,6 +140,11 @@ function fillerPieces(model: string, count: number): string[] {
 
 function textUsage(b: Extract<ScriptedBehaviour, { kind: 'text' }>, ex: Exchange, text: string, n: number): TokenCounts | undefined {
   if (b.usage === 'omit') return undefined;
+  if (b.usage === 'max_tokens') {
+    const ceiling = Number(ex.body.max_completion_tokens ?? ex.body.max_tokens);
+    // One prompt token: this mode is about the output ceiling (the gateway counts the prompt itself).
+    return { prompt_tokens: 1, completion_tokens: ceiling * n };
+  }
   if (b.usage) return b.usage;
   return { prompt_tokens: estimatePromptTokens(ex.body), completion_tokens: Math.max(1, roughTokens(text)) * n };
 }

@@ -23,6 +23,10 @@ export const SYSTEM_FINGERPRINT = 'fp_0d0b1e5a7c';
 export interface TokenCounts {
   prompt_tokens: number;
   completion_tokens: number;
+  /** prompt_tokens_details.cached_tokens (a subset of prompt_tokens); 0 when absent. */
+  cached_tokens?: number;
+  /** completion_tokens_details.reasoning_tokens (a subset of completion_tokens); 0 when absent. */
+  reasoning_tokens?: number;
 }
 
 /** Full usage object as OpenAI sends it (openai-text.response.json). */
@@ -31,9 +35,9 @@ export function usageObject(counts: TokenCounts) {
     prompt_tokens: counts.prompt_tokens,
     completion_tokens: counts.completion_tokens,
     total_tokens: counts.prompt_tokens + counts.completion_tokens,
-    prompt_tokens_details: { cached_tokens: 0, audio_tokens: 0 },
+    prompt_tokens_details: { cached_tokens: counts.cached_tokens ?? 0, audio_tokens: 0 },
     completion_tokens_details: {
-      reasoning_tokens: 0,
+      reasoning_tokens: counts.reasoning_tokens ?? 0,
       audio_tokens: 0,
       accepted_prediction_tokens: 0,
       rejected_prediction_tokens: 0,

@@ -26,6 +26,8 @@ function promptTokens(body: Record<string, unknown>): number {
 }
 
 const usd = (nanos: number): number => nanos / 1e9;
+/** The usage API's cache and reasoning split of requests that have none (the OpenAI double reports none here). */
+const noSplit = { cache_read_tokens: 0, cache_write_tokens: 0, cache_write_1h_tokens: 0, reasoning_tokens: 0 };
 const toNanos = (value: number): number => Math.round(value * 1e9);
 const sum = (values: number[]): number => values.reduce((total, value) => total + value, 0);
 
@@ -122,7 +124,7 @@ export function describeBudgets(context: GatewayContext): void {
       expect(sum(entries.map((entry) => entry.costNanos))).toBe(10 * reserve);
       expect(await spentNanos(context, key.id)).toBe(10 * reserve);
       const [total] = await usageOf(context, `key_id=${key.id}`);
-      expect(total).toEqual({ requests: 10, prompt_tokens: 10 * prompt, completion_tokens: 100, cost_usd: usd(10 * reserve) });
+      expect(total).toEqual({ requests: 10, prompt_tokens: 10 * prompt, completion_tokens: 100, cost_usd: usd(10 * reserve), ...noSplit });
     }, 60_000);
 
     it('settles each request to its real cost, so cheaper answers leave room for more', async () => {
@@ -401,7 +403,7 @@ export function describeBudgets(context: GatewayContext): void {
       const until = new Date(Date.now() + 1000).toISOString();
       const a = { prompt: 100, completion: 10, nanos: cost('alpha', 100, 10) };
       const b = { prompt: 200, completion: 20, nanos: cost('beta', 200, 20) };
-      const row = (...parts: (typeof a)[]) => ({ requests: parts.length, prompt_tokens: sum(parts.map((p) => p.prompt)), completion_tokens: sum(parts.map((p) => p.completion)), cost_usd: usd(sum(parts.map((p) => p.nanos))) });
+      const row = (...parts: (typeof a)[]) => ({ requests: parts.length, prompt_tokens: sum(parts.map((p) => p.prompt)), completion_tokens: sum(parts.map((p) => p.completion)), cost_usd: usd(sum(parts.map((p) => p.nanos))), ...noSplit });
       const window = `since=${encodeURIComponent(since)}&until=${encodeURIComponent(until)}`;
       const keys = (await usageOf(context, `${window}&group_by=key`)).filter((r) => r.key_id === first.id || r.key_id === second.id);
       expect(keys).toEqual([first, second].sort((x, y) => (x.id < y.id ? -1 : 1)).map((key) => ({ key_id: key.id, ...(key === first ? row(a, b) : row(b, b)) })));
@@ -409,7 +411,7 @@ export function describeBudgets(context: GatewayContext): void {
       expect(await usageOf(context, `key_id=${second.id}&model=svc/beta&${window}`)).toEqual([row(b, b)]);
       const today = new Date().toISOString().slice(0, 10);
       expect(await usageOf(context, `key_id=${second.id}&group_by=day`)).toEqual([{ day: today, ...row(b, b) }]);
-      expect(await usageOf(context, `key_id=${second.id}&until=${encodeURIComponent(since)}`)).toEqual([{ requests: 0, prompt_tokens: 0, completion_tokens: 0, cost_usd: 0 }]);
+      expect(await usageOf(context, `key_id=${second.id}&until=${encodeURIComponent(since)}`)).toEqual([{ requests: 0, prompt_tokens: 0, completion_tokens: 0, cost_usd: 0, ...noSplit }]);
       const invalid = await adminRequest(context.deployment, 'GET', '/admin/v1/usage?group_by=hour');
       expect(invalid.status).toBe(400);
       expect(invalid.body.error).toMatchObject({ type: 'invalid_request_error', param: 'group_by' });
@@ -458,8 +460,8 @@ export function describeBudgetPeriods(context: GatewayContext): void {
       expect(month.headers.get('retry-after')).toBe(String(36 * 3600));
       // The ledger holds both days; spend is all-time.
       expect(await usageOf(context, `key_id=${daily.id}&group_by=day`)).toEqual([
-        { day: '2031-01-31', requests: 2, prompt_tokens: 2 * prompt, completion_tokens: 20, cost_usd: usd(2 * reserve) },
-        { day: '2031-02-01', requests: 2, prompt_tokens: 2 * prompt, completion_tokens: 20, cost_usd: usd(2 * reserve) },
+        { day: '2031-01-31', requests: 2, prompt_tokens: 2 * prompt, completion_tokens: 20, cost_usd: usd(2 * reserve), ...noSplit },
+        { day: '2031-02-01', requests: 2, prompt_tokens: 2 * prompt, completion_tokens: 20, cost_usd: usd(2 * reserve), ...noSplit },
       ]);
       expect(await spentNanos(context, daily.id)).toBe(4 * reserve);
     });
@@ -506,8 +508,8 @@ export function describeBudgetPeriods(context: GatewayContext): void {
       expect((await send(context, key.key, body)).status).toBe(200);
       expectBudgetRefusal(await send(context, key.key, body));
       expect(await usageOf(context, `key_id=${key.id}&group_by=day`)).toEqual([
-        { day: '2031-04-01', requests: 1, prompt_tokens: prompt, completion_tokens: 10, cost_usd: usd(reserve) },
-        { day: '2031-04-02', requests: 2, prompt_tokens: 2 * prompt, completion_tokens: 20, cost_usd: usd(2 * reserve) },
+        { day: '2031-04-01', requests: 1, prompt_tokens: prompt, completion_tokens: 10, cost_usd: usd(reserve), ...noSplit },
+        { day: '2031-04-02', requests: 2, prompt_tokens: 2 * prompt, completion_tokens: 20, cost_usd: usd(2 * reserve), ...noSplit },
       ]);
     });
   });

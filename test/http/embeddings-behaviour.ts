@@ -65,7 +65,9 @@ export function describeEmbeddings(kind: DeploymentKind): void {
       expect(response.model).toBe('svc/embed-alpha');
       expect(response.data).toEqual([{ object: 'embedding', index: 0, embedding: expect.any(Array) }]);
       expect(float32(response.data[0]!.embedding)).toEqual(fakeEmbedding('embed-alpha', 'The quick brown fox', 8));
-      expect(response.usage).toEqual({ prompt_tokens: 5, total_tokens: 5 });
+      // usage.cost: what the ledger bills, 5 tokens at the model's price per million.
+      expect(response.usage).toEqual({ prompt_tokens: 5, total_tokens: 5, cost: expect.any(Number) });
+      expect(Math.round((response.usage as unknown as { cost: number }).cost * 1e9)).toBe(Math.round(5 * embeddingPrices['embed-alpha']! * 1000));
       expect(context.openai.requests[0]!.body).toEqual({ model: 'embed-alpha', input: ['The quick brown fox'], encoding_format: 'float' });
     });
 
@@ -159,7 +161,7 @@ export function describeEmbeddings(kind: DeploymentKind): void {
         ['svc/embed-beta', 'success'],
       ]);
       const usage = await adminRequest(context.deployment, 'GET', `/admin/v1/usage?key_id=${key.id}`);
-      expect(usage.body.data).toEqual([{ requests: 1, prompt_tokens: 1234, completion_tokens: 0, cost_usd: price('embed-beta', 1234) / 1e9 }]);
+      expect(usage.body.data).toEqual([{ requests: 1, prompt_tokens: 1234, completion_tokens: 0, cost_usd: price('embed-beta', 1234) / 1e9, cache_read_tokens: 0, cache_write_tokens: 0, cache_write_1h_tokens: 0, reasoning_tokens: 0 }]);
       // The budget's reservation was settled to the real cost.
       const record = await adminRequest(context.deployment, 'GET', `/admin/v1/keys/${key.id}`);
       expect(Math.round(record.body.spent_usd * 1e9)).toBe(price('embed-beta', 1234));

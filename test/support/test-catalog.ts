@@ -21,6 +21,8 @@ export interface TestCatalogOptions {
   anthropicModels?: string[];
   /** Overrides of svc/<name>'s context_length and max_output_tokens (32768 and 1000 otherwise). */
   modelLimits?: Record<string, { contextLength?: number; maxOutputTokens?: number }>;
+  /** Extra pricing fields of svc/<name> (e.g. `{ alpha: { cache_read_usd_per_million: 0.25 } }`). */
+  extraPrices?: Record<string, Record<string, number>>;
 }
 
 /**
@@ -91,7 +93,7 @@ export function testCatalogYaml(options: TestCatalogOptions): string {
       `    upstream_model: ${upstream}`,
       `    context_length: ${limits?.contextLength ?? 32768}`,
       `    max_output_tokens: ${limits?.maxOutputTokens ?? 1000}`,
-      `    pricing: { prompt_usd_per_million: ${prices[0]}, completion_usd_per_million: ${prices[1]} }`,
+      `    pricing: { prompt_usd_per_million: ${prices[0]}, completion_usd_per_million: ${prices[1]}${Object.entries(options.extraPrices?.[id] ?? {}).map(([field, value]) => `, ${field}: ${value}`).join('')} }`,
     );
     // Only written when asked for, so catalogs of other tests stay as they were.
     const aliases = options.aliases?.[id];

@@ -25,6 +25,18 @@ function days(from, to) {
   return list;
 }
 
+/**
+ * The billed split of a usage row or a request: cache reads and writes (subsets of the prompt
+ * tokens, each at its own price) and reasoning (part of the completion); '' when there is none.
+ */
+function splitText(row) {
+  const parts = [];
+  if (row.cache_read_tokens) parts.push(`${count(row.cache_read_tokens)} cache read`);
+  if (row.cache_write_tokens) parts.push(`${count(row.cache_write_tokens)} cache write${row.cache_write_1h_tokens ? ` (${count(row.cache_write_1h_tokens)} 1 h)` : ''}`);
+  if (row.reasoning_tokens) parts.push(`${count(row.reasoning_tokens)} reasoning`);
+  return parts.join(' · ');
+}
+
 function Fallbacks({ attempts }) {
   const failed = (attempts ?? []).filter((attempt) => attempt.outcome !== 'success');
   if (failed.length === 0) return html`<span class="muted">0</span>`;
@@ -58,7 +70,7 @@ export function UsagePage() {
       const [totals, byDay, byModel, byKey, requests] = await Promise.all([
         get('/usage'), get('/usage', { group_by: 'day' }), get('/usage', { group_by: 'model' }), get('/usage', { group_by: 'key' }), get('/requests', { limit: '50' }),
       ]);
-      setData({ totals: totals[0] ?? { requests: 0, prompt_tokens: 0, completion_tokens: 0, cost_usd: 0 }, byDay, byModel, byKey, requests });
+      setData({ totals: totals[0] ?? { requests: 0, prompt_tokens: 0, completion_tokens: 0, cost_usd: 0, cache_read_tokens: 0, cache_write_tokens: 0, cache_write_1h_tokens: 0, reasoning_tokens: 0 }, byDay, byModel, byKey, requests });
       setError('');
     } catch (failure) {
       setError(failure.message);
@@ -115,7 +127,8 @@ export function UsagePage() {
         <div class="card stat"><span class="stat-label">Cost</span><span class="stat-value">${usd(data.totals.cost_usd)}</span></div>
         <div class="card stat"><span class="stat-label">Requests</span><span class="stat-value">${count(data.totals.requests)}</span></div>
         <div class="card stat"><span class="stat-label">Tokens</span><span class="stat-value">${count(data.totals.prompt_tokens + data.totals.completion_tokens)}</span>
-          <span class="muted small">${count(data.totals.prompt_tokens)} prompt · ${count(data.totals.completion_tokens)} completion</span></div>
+          <span class="muted small">${count(data.totals.prompt_tokens)} prompt · ${count(data.totals.completion_tokens)} completion</span>
+          ${splitText(data.totals) && html`<span class="muted small">${splitText(data.totals)}</span>`}</div>
       </section>
       ${data.totals.requests === 0 && data.requests.length === 0
         ? html`<${EmptyState} title="No requests in this range">
@@ -152,7 +165,8 @@ export function UsagePage() {
                     <td data-label="Served">${entry.served_model ? html`<code>${entry.served_model}</code>` : html`<span class="muted">none</span>`}</td>
                     <td data-label="Fallback attempts"><${Fallbacks} attempts=${entry.attempts} /></td>
                     <td class="num" data-label="Tokens" title=${entry.estimated ? 'Counted with a tokenizer: the provider reported no usage' : ''}>
-                      <span>${entry.estimated ? '≈ ' : ''}${count(entry.prompt_tokens)} + ${count(entry.completion_tokens)}</span></td>
+                      <span>${entry.estimated ? '≈ ' : ''}${count(entry.prompt_tokens)} + ${count(entry.completion_tokens)}</span>
+                      ${splitText(entry) && html`<br /><span class="muted small">${splitText(entry)}</span>`}</td>
                     <td class="num" data-label="Cost">${usd(entry.cost_usd)}</td>
                     <td class="num" data-label="Latency">${count(Math.round(entry.latency_ms))} ms</td>
                     <td data-label="Status"><span class=${`badge ${entry.status < 400 ? 'active' : 'revoked'}`}>${entry.status}</span></td>

@@ -12,6 +12,7 @@ import type { JobRouter, PendingJob } from '../job-router.js';
 import { enqueueWithReply, type JobReply } from './job-registration.js';
 import type { KeyDirectory } from '../key-directory.js';
 import { SseWriter } from '../sse-writer.js';
+import { costHeaders } from './cost-header.js';
 import { resolveTargets } from './model-resolution.js';
 import type { RequestContext, RouteHandler, RouteOptions } from './request-wrapper.js';
 import { replyRendered } from './surface-reply.js';
@@ -29,6 +30,8 @@ export interface PipelineDependencies {
   transport: IngressTransport;
   router: JobRouter;
   maxQueuedStreamBytes: number;
+  /** Output tokens below which a budget refuses a request instead of lowering its max tokens. */
+  minOutputTokens?: number;
   /** Open requests, so that a draining server knows when it may exit. */
   openRequests: Set<string>;
 }
@@ -64,7 +67,7 @@ export function createSurfaceHandler(surface: Surface, dependencies: PipelineDep
       onEvent(event) {
         if (event.type === 'completed') {
           finish();
-          replyRendered(res, state, { status: 200, body: rendering.renderCompletion(context, event), headers: [] });
+          replyRendered(res, state, { status: 200, body: rendering.renderCompletion(context, event), headers: costHeaders(event.usage) });
         } else if (event.type === 'failed') {
           finish();
           fail(res, state, errorFromDescription(event.error));
@@ -133,7 +136,7 @@ export function createSurfaceHandler(surface: Surface, dependencies: PipelineDep
     const request = await surface.parse(body, call.headers, { keyId: key.id });
     const targets = resolveTargets(catalog, request);
     checkProviderCallLimit(request, targets, catalog);
-    const admitted = await admitRequest(counters, key, request, targets, state.requestId);
+    const admitted = await admitRequest(counters, key, request, targets, state.requestId, { minOutputTokens: dependencies.minOutputTokens });
     state.extraHeaders = [...idHeaders, ...admitted.headers];
     const release = () => counters.settle({ keyId: key.id, reservationId: admitted.reservationId, costNanos: 0, tokens: 0, budgetPeriod: key.budgetPeriod, now: Date.now() });
     if (state.aborted) {

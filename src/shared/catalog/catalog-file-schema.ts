@@ -29,12 +29,27 @@ const provider = z
   })
   .strict();
 
+// A model without a price would be billed $0, so a missing input price refuses the whole catalog.
+const missingPrice = 'a model without a price would be billed $0; give its price in USD per million tokens';
+const price = z.number({ required_error: missingPrice, invalid_type_error: 'a price is a number of USD per million tokens' }).nonnegative();
+
 const pricing = z
-  .object({
-    prompt_usd_per_million: z.number().nonnegative(),
-    /** Required for chat models; embedding models bill input tokens only and leave it out. */
-    completion_usd_per_million: z.number().nonnegative().optional(),
-  })
+  .object(
+    {
+      prompt_usd_per_million: price,
+      /** Required for chat models; embedding models bill input tokens only and leave it out. */
+      completion_usd_per_million: price.optional(),
+      /** Cached input read back; the input price when absent (providers that publish no cache price). */
+      cache_read_usd_per_million: price.optional(),
+      /** Input written to the cache (Anthropic 5-minute writes); the input price when absent. */
+      cache_write_usd_per_million: price.optional(),
+      /** Input written to the 1-hour cache (Anthropic); the write price when absent. */
+      cache_write_1h_usd_per_million: price.optional(),
+      /** Reasoning output tokens; the output price when absent. */
+      reasoning_usd_per_million: price.optional(),
+    },
+    { required_error: missingPrice },
+  )
   .strict();
 
 /** One place a model can be served: a provider (an account, a key) and the name it knows the model by. */
@@ -73,7 +88,7 @@ const model = z
     const embeddings = entry.kind === 'embeddings';
     const prices = [{ path: ['pricing'], pricing: entry.pricing }, ...(entry.deployments ?? []).flatMap((deployment, index) => (deployment.pricing ? [{ path: ['deployments', index, 'pricing'], pricing: deployment.pricing }] : []))];
     for (const { path, pricing: price } of prices) {
-      if (!embeddings && price.completion_usd_per_million === undefined) context.addIssue({ code: z.ZodIssueCode.custom, path: [...path, 'completion_usd_per_million'], message: 'Required' });
+      if (!embeddings && price.completion_usd_per_million === undefined) context.addIssue({ code: z.ZodIssueCode.custom, path: [...path, 'completion_usd_per_million'], message: `${missingPrice} of output` });
       if (embeddings && price.completion_usd_per_million !== undefined) context.addIssue({ code: z.ZodIssueCode.custom, path: [...path, 'completion_usd_per_million'], message: 'embedding models are billed per input token only; leave it out' });
     }
     const inline = entry.provider !== undefined || entry.upstream_model !== undefined;

@@ -106,7 +106,13 @@ type FileModel = CatalogFile['models'][number];
 type FilePricing = FileModel['pricing'];
 
 function toPricing(pricing: FilePricing): ModelEntry['pricing'] {
-  return { promptUsdPerMillion: pricing.prompt_usd_per_million, completionUsdPerMillion: pricing.completion_usd_per_million ?? 0 };
+  const result: ModelEntry['pricing'] = { promptUsdPerMillion: pricing.prompt_usd_per_million, completionUsdPerMillion: pricing.completion_usd_per_million ?? 0 };
+  // Left unset when absent: pricing.ts applies the documented fallbacks (input price, output price).
+  if (pricing.cache_read_usd_per_million !== undefined) result.cacheReadUsdPerMillion = pricing.cache_read_usd_per_million;
+  if (pricing.cache_write_usd_per_million !== undefined) result.cacheWriteUsdPerMillion = pricing.cache_write_usd_per_million;
+  if (pricing.cache_write_1h_usd_per_million !== undefined) result.cacheWrite1hUsdPerMillion = pricing.cache_write_1h_usd_per_million;
+  if (pricing.reasoning_usd_per_million !== undefined) result.reasoningUsdPerMillion = pricing.reasoning_usd_per_million;
+  return result;
 }
 
 /** The inline provider + upstream_model form is a list of one deployment. */

@@ -50,7 +50,17 @@ export interface ModelPricing {
   promptUsdPerMillion: number;
   /** Output tokens; 0 for embedding models. */
   completionUsdPerMillion: number;
+  /** Cached input read back; the input price when absent (the provider publishes no cache price). */
+  cacheReadUsdPerMillion?: number;
+  /** Input written to the cache (Anthropic's 5-minute writes); the input price when absent. */
+  cacheWriteUsdPerMillion?: number;
+  /** Input written to the 1-hour cache (Anthropic); the write price when absent. */
+  cacheWrite1hUsdPerMillion?: number;
+  /** Reasoning (thinking) output tokens; the output price when absent, as providers bill them. */
+  reasoningUsdPerMillion?: number;
 }
+
+const pricingFields = ['promptUsdPerMillion', 'completionUsdPerMillion', 'cacheReadUsdPerMillion', 'cacheWriteUsdPerMillion', 'cacheWrite1hUsdPerMillion', 'reasoningUsdPerMillion'] as const satisfies readonly (keyof ModelPricing)[];
 
 /** One place a model is served: a provider (account or key) and its name for the model there. */
 export interface ModelDeployment {
@@ -99,12 +109,14 @@ export function findModel(catalog: Catalog, name: string): ModelEntry | undefine
  * these because it cannot know in advance which deployment will serve the request.
  */
 export function highestPricing(model: ModelEntry): ModelPricing {
-  // Every deployment carries its effective price (the model's own unless overridden).
-  let prompt = 0;
-  let completion = 0;
-  for (const deployment of model.deployments) {
-    prompt = Math.max(prompt, deployment.pricing.promptUsdPerMillion);
-    completion = Math.max(completion, deployment.pricing.completionUsdPerMillion);
+  // Every deployment carries its effective price (the model's own unless overridden). Each price is
+  // the highest of any deployment, the optional ones only when some deployment sets them.
+  const highest: ModelPricing = { promptUsdPerMillion: 0, completionUsdPerMillion: 0 };
+  for (const { pricing } of model.deployments) {
+    for (const field of pricingFields) {
+      const value = pricing[field];
+      if (value !== undefined) highest[field] = Math.max(highest[field] ?? 0, value);
+    }
   }
-  return { promptUsdPerMillion: prompt, completionUsdPerMillion: completion };
+  return highest;
 }

@@ -1,38 +1,52 @@
 import type { CatalogFile } from './catalog-file-schema.js';
 
 // Public list prices in USD per million tokens (standard tier, prompts under any long-context
-// surcharge, no caching or batch discounts), as published by each provider. Anthropic and Google
-// are reached through their native APIs: their OpenAI-compatible endpoints are documented as partial
+// surcharge, no batch discounts), as published by each provider. Anthropic and Google are reached
+// through their native APIs: their OpenAI-compatible endpoints are documented as partial
 // (Anthropic's is meant for evaluation and ignores prompt caching). Keys come from the environment;
 // a provider without one is listed but answers provider_not_configured.
+//
+// Cache prices, every model checked against its provider's pricing page:
+// - OpenAI (https://platform.openai.com/docs/pricing, "Cached input" column): 10% of input for the
+//   gpt-5 family, 25% for gpt-4.1 and o4-mini, 50% for gpt-4o. OpenAI charges nothing extra to
+//   write its automatic cache, so writes bill at the input price (and are never reported).
+// - Anthropic (https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching#pricing): reads
+//   0.1x input, 5-minute writes 1.25x, 1-hour writes 2x.
+// - Google (https://ai.google.dev/gemini-api/docs/pricing, "Context caching price"): 10% of input
+//   for 2.5 models (prompts up to 200k tokens); implicit caching has no write fee (input price).
+// - DeepSeek (https://api-docs.deepseek.com/quick_start/pricing): cache hit $0.028, miss $0.28.
+// - xAI (https://docs.x.ai/docs/models): cached input $0.75 for grok-4, $0.075 for grok-3-mini.
+// - Groq, Together and Mistral publish no cache price for these models: cache reads bill at the
+//   input price.
+// Reasoning (thinking) tokens bill as output everywhere ("output price, including thinking tokens").
 
-type Row = [id: string, provider: string, upstream: string, context: number, maxOutput: number, prompt: number, completion: number];
+type Row = [id: string, provider: string, upstream: string, context: number, maxOutput: number, prompt: number, completion: number, cacheRead: number, cacheWrite: number, cacheWrite1h?: number];
 
 const rows: Row[] = [
-  ['svc/gpt-5', 'openai', 'gpt-5', 400_000, 128_000, 1.25, 10],
-  ['svc/gpt-5-mini', 'openai', 'gpt-5-mini', 400_000, 128_000, 0.25, 2],
-  ['svc/gpt-5-nano', 'openai', 'gpt-5-nano', 400_000, 128_000, 0.05, 0.4],
-  ['svc/gpt-4.1', 'openai', 'gpt-4.1', 1_047_576, 32_768, 2, 8],
-  ['svc/gpt-4.1-mini', 'openai', 'gpt-4.1-mini', 1_047_576, 32_768, 0.4, 1.6],
-  ['svc/gpt-4o', 'openai', 'gpt-4o', 128_000, 16_384, 2.5, 10],
-  ['svc/gpt-4o-mini', 'openai', 'gpt-4o-mini', 128_000, 16_384, 0.15, 0.6],
-  ['svc/o4-mini', 'openai', 'o4-mini', 200_000, 100_000, 1.1, 4.4],
-  ['svc/claude-opus-4-5', 'anthropic', 'claude-opus-4-5', 200_000, 64_000, 5, 25],
-  ['svc/claude-opus-4-1', 'anthropic', 'claude-opus-4-1', 200_000, 32_000, 15, 75],
-  ['svc/claude-sonnet-4-5', 'anthropic', 'claude-sonnet-4-5', 200_000, 64_000, 3, 15],
-  ['svc/claude-haiku-4-5', 'anthropic', 'claude-haiku-4-5', 200_000, 64_000, 1, 5],
-  ['svc/gemini-2.5-pro', 'google', 'gemini-2.5-pro', 1_048_576, 65_536, 1.25, 10],
-  ['svc/gemini-2.5-flash', 'google', 'gemini-2.5-flash', 1_048_576, 65_536, 0.3, 2.5],
-  ['svc/gemini-2.5-flash-lite', 'google', 'gemini-2.5-flash-lite', 1_048_576, 65_536, 0.1, 0.4],
-  ['svc/llama-3.1-8b', 'groq', 'llama-3.1-8b-instant', 131_072, 131_072, 0.05, 0.08],
-  ['svc/qwen-2.5-72b', 'together', 'Qwen/Qwen2.5-72B-Instruct-Turbo', 32_768, 8_192, 1.2, 1.2],
-  ['svc/deepseek-v3', 'together', 'deepseek-ai/DeepSeek-V3', 131_072, 8_192, 1.25, 1.25],
-  ['svc/deepseek-chat', 'deepseek', 'deepseek-chat', 128_000, 8_192, 0.28, 0.42],
-  ['svc/deepseek-reasoner', 'deepseek', 'deepseek-reasoner', 128_000, 65_536, 0.28, 0.42],
-  ['svc/mistral-large', 'mistral', 'mistral-large-latest', 131_072, 32_768, 2, 6],
-  ['svc/mistral-small', 'mistral', 'mistral-small-latest', 131_072, 32_768, 0.1, 0.3],
-  ['svc/grok-4', 'xai', 'grok-4', 256_000, 64_000, 3, 15],
-  ['svc/grok-3-mini', 'xai', 'grok-3-mini', 131_072, 32_768, 0.3, 0.5],
+  ['svc/gpt-5', 'openai', 'gpt-5', 400_000, 128_000, 1.25, 10, 0.125, 1.25],
+  ['svc/gpt-5-mini', 'openai', 'gpt-5-mini', 400_000, 128_000, 0.25, 2, 0.025, 0.25],
+  ['svc/gpt-5-nano', 'openai', 'gpt-5-nano', 400_000, 128_000, 0.05, 0.4, 0.005, 0.05],
+  ['svc/gpt-4.1', 'openai', 'gpt-4.1', 1_047_576, 32_768, 2, 8, 0.5, 2],
+  ['svc/gpt-4.1-mini', 'openai', 'gpt-4.1-mini', 1_047_576, 32_768, 0.4, 1.6, 0.1, 0.4],
+  ['svc/gpt-4o', 'openai', 'gpt-4o', 128_000, 16_384, 2.5, 10, 1.25, 2.5],
+  ['svc/gpt-4o-mini', 'openai', 'gpt-4o-mini', 128_000, 16_384, 0.15, 0.6, 0.075, 0.15],
+  ['svc/o4-mini', 'openai', 'o4-mini', 200_000, 100_000, 1.1, 4.4, 0.275, 1.1],
+  ['svc/claude-opus-4-5', 'anthropic', 'claude-opus-4-5', 200_000, 64_000, 5, 25, 0.5, 6.25, 10],
+  ['svc/claude-opus-4-1', 'anthropic', 'claude-opus-4-1', 200_000, 32_000, 15, 75, 1.5, 18.75, 30],
+  ['svc/claude-sonnet-4-5', 'anthropic', 'claude-sonnet-4-5', 200_000, 64_000, 3, 15, 0.3, 3.75, 6],
+  ['svc/claude-haiku-4-5', 'anthropic', 'claude-haiku-4-5', 200_000, 64_000, 1, 5, 0.1, 1.25, 2],
+  ['svc/gemini-2.5-pro', 'google', 'gemini-2.5-pro', 1_048_576, 65_536, 1.25, 10, 0.125, 1.25],
+  ['svc/gemini-2.5-flash', 'google', 'gemini-2.5-flash', 1_048_576, 65_536, 0.3, 2.5, 0.03, 0.3],
+  ['svc/gemini-2.5-flash-lite', 'google', 'gemini-2.5-flash-lite', 1_048_576, 65_536, 0.1, 0.4, 0.01, 0.1],
+  ['svc/llama-3.1-8b', 'groq', 'llama-3.1-8b-instant', 131_072, 131_072, 0.05, 0.08, 0.05, 0.05],
+  ['svc/qwen-2.5-72b', 'together', 'Qwen/Qwen2.5-72B-Instruct-Turbo', 32_768, 8_192, 1.2, 1.2, 1.2, 1.2],
+  ['svc/deepseek-v3', 'together', 'deepseek-ai/DeepSeek-V3', 131_072, 8_192, 1.25, 1.25, 1.25, 1.25],
+  ['svc/deepseek-chat', 'deepseek', 'deepseek-chat', 128_000, 8_192, 0.28, 0.42, 0.028, 0.28],
+  ['svc/deepseek-reasoner', 'deepseek', 'deepseek-reasoner', 128_000, 65_536, 0.28, 0.42, 0.028, 0.28],
+  ['svc/mistral-large', 'mistral', 'mistral-large-latest', 131_072, 32_768, 2, 6, 2, 2],
+  ['svc/mistral-small', 'mistral', 'mistral-small-latest', 131_072, 32_768, 0.1, 0.3, 0.1, 0.1],
+  ['svc/grok-4', 'xai', 'grok-4', 256_000, 64_000, 3, 15, 0.75, 3],
+  ['svc/grok-3-mini', 'xai', 'grok-3-mini', 131_072, 32_768, 0.3, 0.5, 0.075, 0.3],
 ];
 
 /**
@@ -46,7 +60,15 @@ const aliases: Record<string, string[]> = {
   'svc/claude-haiku-4-5': ['claude-haiku-4-5', 'claude-haiku-4-5-20251001'],
 };
 
-const pricing = (prompt: number, completion: number) => ({ prompt_usd_per_million: prompt, completion_usd_per_million: completion });
+/** Every price spelled out, so no default model relies on a fallback (test/catalog-pricing.test.ts checks). */
+const pricing = (prompt: number, completion: number, cacheRead = prompt, cacheWrite = prompt, cacheWrite1h?: number) => ({
+  prompt_usd_per_million: prompt,
+  completion_usd_per_million: completion,
+  cache_read_usd_per_million: cacheRead,
+  cache_write_usd_per_million: cacheWrite,
+  ...(cacheWrite1h !== undefined ? { cache_write_1h_usd_per_million: cacheWrite1h } : {}),
+  reasoning_usd_per_million: completion,
+});
 
 // Open-weight models hosted by more than one provider: traffic spreads over both, and one that rate
 // limits or fails is skipped while the other serves. Each deployment bills its own provider's price.
@@ -115,13 +137,13 @@ export const defaultCatalogFile: CatalogFile = {
     xai: { api: 'openai', base_url: 'https://api.x.ai/v1', api_key: '${XAI_API_KEY}' },
   },
   models: [
-    ...rows.map(([id, provider, upstream, context, maxOutput, prompt, completion]) => ({
+    ...rows.map(([id, provider, upstream, context, maxOutput, prompt, completion, cacheRead, cacheWrite, cacheWrite1h]) => ({
       id,
       provider,
       upstream_model: upstream,
       context_length: context,
       max_output_tokens: maxOutput,
-      pricing: pricing(prompt, completion),
+      pricing: pricing(prompt, completion, cacheRead, cacheWrite, cacheWrite1h),
       ...(aliases[id] ? { aliases: aliases[id] } : {}),
     })),
     ...multiHosted,

@@ -7,6 +7,7 @@ import {
   type ColumnEncoding, type Row,
 } from './store-records.js';
 import { ledgerPageSql, toIsoTime, usageRows, usageSql, type SqlDialect } from './usage-plan.js';
+import { POSTGRES_USAGE_SPLIT_SQL, rollupFromLedgerSql, splitRollupAssignments, SPLIT_COLUMNS, USAGE_SPLIT_MIGRATION } from './usage-split-migration.js';
 import { ENDED_SESSIONS_MIGRATION, POSTGRES_ENDED_SESSIONS_SQL } from './ended-sessions.js';
 
 // The scaled-out store: PostgreSQL shared by every ingress and worker process. Same tables and
@@ -22,7 +23,7 @@ export interface PostgresStoreOptions {
   max?: number;
 }
 
-// Fills the daily rollup from the ledger: the backfill of migration 2 and rebuildUsageRollups().
+// Fills the daily rollup from the ledger: the backfill of migration 2 (rebuildUsageRollups() uses rollupFromLedgerSql, split included).
 // Part of a shipped migration: change it only together with a new migration.
 const ROLLUP_FROM_LEDGER = `INSERT INTO usage_daily (day, key_id, model, requests, prompt_tokens, completion_tokens, cost_nanos)
   SELECT (created_at AT TIME ZONE 'UTC')::date, key_id, COALESCE(served_model, ''), COUNT(*), SUM(prompt_tokens), SUM(completion_tokens), SUM(cost_nanos)
@@ -108,6 +109,7 @@ const MIGRATIONS: { version: number; sql: string }[] = [
       CREATE INDEX stored_responses_expiry ON stored_responses (expires_at);
     `,
   },
+  { version: USAGE_SPLIT_MIGRATION, sql: POSTGRES_USAGE_SPLIT_SQL },
 ];
 
 // JSONB and BOOLEAN columns travel as their JavaScript values; nano-USD fit in a safe integer.
@@ -226,22 +228,23 @@ class PostgresStore implements Store {
     await this.pool.query(
       `WITH ins AS (
          INSERT INTO usage_ledger (${LEDGER_COLUMNS})
-         VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7, $8, $9, $10, $11, $12, $13)
+         VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
          ON CONFLICT (id) DO NOTHING
-         RETURNING key_id, served_model, prompt_tokens, completion_tokens, cost_nanos, created_at
+         RETURNING key_id, served_model, prompt_tokens, completion_tokens, cost_nanos, created_at, ${SPLIT_COLUMNS.join(', ')}
        ), spend AS (
          UPDATE api_keys k SET spent_nanos = k.spent_nanos + ins.cost_nanos,
            last_used_at = GREATEST(k.last_used_at, ins.created_at)
          FROM ins WHERE k.id = ins.key_id
          RETURNING k.id
        )
-       INSERT INTO usage_daily AS d (day, key_id, model, requests, prompt_tokens, completion_tokens, cost_nanos)
-       SELECT (created_at AT TIME ZONE 'UTC')::date, key_id, COALESCE(served_model, ''), 1, prompt_tokens, completion_tokens, cost_nanos
+       INSERT INTO usage_daily AS d (day, key_id, model, requests, prompt_tokens, completion_tokens, cost_nanos, ${SPLIT_COLUMNS.join(', ')})
+       SELECT (created_at AT TIME ZONE 'UTC')::date, key_id, COALESCE(served_model, ''), 1, prompt_tokens, completion_tokens, cost_nanos, ${SPLIT_COLUMNS.join(', ')}
        FROM ins
        ON CONFLICT (day, key_id, model) DO UPDATE SET requests = d.requests + 1,
          prompt_tokens = d.prompt_tokens + EXCLUDED.prompt_tokens,
          completion_tokens = d.completion_tokens + EXCLUDED.completion_tokens,
-         cost_nanos = d.cost_nanos + EXCLUDED.cost_nanos`,
+         cost_nanos = d.cost_nanos + EXCLUDED.cost_nanos,
+         ${splitRollupAssignments('d.', 'EXCLUDED')}`,
       ledgerValues(entry, ENCODING),
     );
   }
@@ -264,7 +267,7 @@ class PostgresStore implements Store {
       // Writers wait until the rollup matches the ledger again; readers carry on.
       await client.query('LOCK TABLE usage_ledger, usage_daily IN EXCLUSIVE MODE');
       await client.query('DELETE FROM usage_daily');
-      await client.query(ROLLUP_FROM_LEDGER);
+      await client.query(rollupFromLedgerSql("(created_at AT TIME ZONE 'UTC')::date"));
     });
   }
 

@@ -8,6 +8,7 @@ import {
   type ColumnEncoding, type Row,
 } from './store-records.js';
 import { ledgerPageSql, toIsoTime, usageRows, usageSql, type SqlDialect } from './usage-plan.js';
+import { rollupFromLedgerSql, splitRollupAssignments, SPLIT_COLUMNS, SQLITE_USAGE_SPLIT_SQL, USAGE_SPLIT_MIGRATION } from './usage-split-migration.js';
 import { ENDED_SESSIONS_MIGRATION, SQLITE_ENDED_SESSIONS_SQL } from './ended-sessions.js';
 
 // The embedded default store: one database file in the data folder. better-sqlite3 is synchronous,
@@ -17,7 +18,7 @@ import { ENDED_SESSIONS_MIGRATION, SQLITE_ENDED_SESSIONS_SQL } from './ended-ses
 
 type Db = Database.Database;
 
-// Fills the daily rollup from the ledger: the backfill of migration 2 and rebuildUsageRollups().
+// Fills the daily rollup from the ledger: the backfill of migration 2 (rebuildUsageRollups() uses rollupFromLedgerSql, split included).
 // Part of a shipped migration: change it only together with a new migration.
 const ROLLUP_FROM_LEDGER = `INSERT INTO usage_daily (day, key_id, model, requests, prompt_tokens, completion_tokens, cost_nanos)
   SELECT substr(created_at, 1, 10), key_id, COALESCE(served_model, ''), COUNT(*), SUM(prompt_tokens), SUM(completion_tokens), SUM(cost_nanos)
@@ -103,6 +104,7 @@ const MIGRATIONS: { version: number; sql: string }[] = [
       CREATE INDEX stored_responses_expiry ON stored_responses (expires_at);
     `,
   },
+  { version: USAGE_SPLIT_MIGRATION, sql: SQLITE_USAGE_SPLIT_SQL },
 ];
 
 // BigInt binds as an integer, so sums of nano-USD stay in exact 64-bit integer arithmetic.
@@ -277,7 +279,7 @@ class SqliteStore implements Store {
   async rebuildUsageRollups(): Promise<void> {
     this.db.transaction(() => {
       this.db.exec('DELETE FROM usage_daily');
-      this.db.exec(ROLLUP_FROM_LEDGER);
+      this.db.exec(rollupFromLedgerSql('substr(created_at, 1, 10)'));
     }).immediate();
   }
 
@@ -325,7 +327,7 @@ class SqliteStore implements Store {
   private recordInTx(entry: LedgerEntry): void {
     const inserted = this.stmt(
       `INSERT INTO usage_ledger (${LEDGER_COLUMNS})
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
     ).run(...ledgerValues(entry, ENCODING));
     // A retried settlement re-sends the same ledger id; charging only on insert keeps spend exact.
     if (inserted.changes === 0) return;
@@ -336,13 +338,15 @@ class SqliteStore implements Store {
        WHERE id = ?`,
     ).run(BigInt(entry.costNanos), at, at, entry.keyId);
     this.stmt(
-      `INSERT INTO usage_daily (day, key_id, model, requests, prompt_tokens, completion_tokens, cost_nanos)
-       VALUES (?, ?, ?, 1, ?, ?, ?)
+      `INSERT INTO usage_daily (day, key_id, model, requests, prompt_tokens, completion_tokens, cost_nanos, ${SPLIT_COLUMNS.join(', ')})
+       VALUES (?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT (day, key_id, model) DO UPDATE SET requests = requests + 1,
          prompt_tokens = prompt_tokens + excluded.prompt_tokens,
          completion_tokens = completion_tokens + excluded.completion_tokens,
-         cost_nanos = cost_nanos + excluded.cost_nanos`,
-    ).run(at.slice(0, 10), entry.keyId, entry.servedModel ?? '', entry.promptTokens, entry.completionTokens, BigInt(entry.costNanos));
+         cost_nanos = cost_nanos + excluded.cost_nanos,
+         ${splitRollupAssignments('', 'excluded')}`,
+    ).run(at.slice(0, 10), entry.keyId, entry.servedModel ?? '', entry.promptTokens, entry.completionTokens, BigInt(entry.costNanos),
+      entry.cacheReadTokens ?? 0, entry.cacheWriteTokens ?? 0, entry.cacheWrite1hTokens ?? 0, entry.reasoningTokens ?? 0);
   }
 
   private readKey(id: string): KeyRecord | null {

@@ -20,7 +20,7 @@ export interface ColumnEncoding {
 export const NEW_KEY_COLUMNS = 'id, name, public_id, secret_hash, key_hint, budget_usd, budget_period, rpm, tpm, max_concurrent, created_at';
 
 export const LEDGER_COLUMNS = `id, key_id, requested_model, served_model, attempts, prompt_tokens, completion_tokens,
-  cost_nanos, status, latency_ms, estimated, stream, created_at`;
+  cost_nanos, status, latency_ms, estimated, stream, created_at, cache_read_tokens, cache_write_tokens, cache_write_1h_tokens, reasoning_tokens`;
 
 // Only these columns may be patched; the map also keeps caller-supplied names out of the SQL.
 const PATCH_COLUMNS: Record<keyof KeyPatch, string> = {
@@ -67,6 +67,10 @@ export function ledgerValues(entry: LedgerEntry, encoding: ColumnEncoding): unkn
     encoding.flag(entry.estimated),
     encoding.flag(entry.stream),
     toIsoTime(entry.createdAt),
+    entry.cacheReadTokens ?? 0,
+    entry.cacheWriteTokens ?? 0,
+    entry.cacheWrite1hTokens ?? 0,
+    entry.reasoningTokens ?? 0,
   ];
 }
 
@@ -106,6 +110,10 @@ export function rowToLedger(row: Row, encoding: ColumnEncoding): LedgerEntry {
     promptTokens: row.prompt_tokens as number,
     completionTokens: row.completion_tokens as number,
     costNanos: Number(row.cost_nanos),
+    cacheReadTokens: Number(row.cache_read_tokens ?? 0),
+    cacheWriteTokens: Number(row.cache_write_tokens ?? 0),
+    cacheWrite1hTokens: Number(row.cache_write_1h_tokens ?? 0),
+    reasoningTokens: Number(row.reasoning_tokens ?? 0),
     status: row.status as number,
     latencyMs: row.latency_ms as number,
     estimated: encoding.readFlag(row.estimated),

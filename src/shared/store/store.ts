@@ -46,6 +46,12 @@ export interface LedgerEntry {
   completionTokens: number;
   /** Cost in nano-USD (1e-9), an integer so sums are exact. */
   costNanos: number;
+  /** The cache and reasoning split (subsets of prompt and completion tokens); 0 when none. Absent on records made before it existed. */
+  cacheReadTokens?: number;
+  cacheWriteTokens?: number;
+  /** The 1-hour cache writes among cacheWriteTokens. */
+  cacheWrite1hTokens?: number;
+  reasoningTokens?: number;
   status: number;
   latencyMs: number;
   estimated: boolean;
@@ -69,6 +75,11 @@ export interface UsageRow {
   prompt_tokens: number;
   completion_tokens: number;
   cost_usd: number;
+  /** The split of the tokens above: cache reads and writes (the 1-hour writes among them) of prompt_tokens, reasoning of completion_tokens. */
+  cache_read_tokens: number;
+  cache_write_tokens: number;
+  cache_write_1h_tokens: number;
+  reasoning_tokens: number;
 }
 
 /** A response of the Responses API kept for retrieval and for continuing its conversation. */

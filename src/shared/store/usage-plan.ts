@@ -1,4 +1,5 @@
 import type { UsageFilter, UsageRow } from './store.js';
+import { SPLIT_COLUMNS } from './usage-split-migration.js';
 
 // How a usage question is answered without reading millions of ledger rows. Both stores keep a
 // daily rollup (one row per UTC day, key and served model, updated in the same transaction as the
@@ -73,6 +74,9 @@ export interface SqlDialect {
 
 const GROUP_FIELDS = { key: 'key_id', model: 'model', day: 'day' } as const;
 
+/** The cache and reasoning split (migration 5), summed in each part of a usage question. */
+const SPLIT_SUMS = SPLIT_COLUMNS.map((column) => `SUM(${column}) AS ${column}`).join(', ');
+
 /**
  * One statement answering a usage question: the rollup's whole days plus the ledger's partial
  * days, summed per group. Ungrouped, it yields exactly one row.
@@ -91,18 +95,19 @@ export function usageSql(filter: UsageFilter, dialect: SqlDialect): { sql: strin
     if (plan.rollup.toDay !== undefined) add(`day < ?${dialect.dayParameterCast}`, plan.rollup.toDay);
     parts.push(
       `SELECT ${group ? dialect.rollupGroups[group] : dialect.noGroup} AS g, SUM(requests) AS requests, SUM(prompt_tokens) AS prompt_tokens,
-         SUM(completion_tokens) AS completion_tokens, SUM(cost_nanos) AS cost_nanos FROM usage_daily ${add.where()}${group ? ' GROUP BY 1' : ''}`,
+         SUM(completion_tokens) AS completion_tokens, SUM(cost_nanos) AS cost_nanos, ${SPLIT_SUMS} FROM usage_daily ${add.where()}${group ? ' GROUP BY 1' : ''}`,
     );
   }
   for (const range of plan.ledger) {
     const where = ledgerWhere(filter, range, params, dialect);
     parts.push(
       `SELECT ${group ? dialect.ledgerGroups[group] : dialect.noGroup} AS g, COUNT(*) AS requests, SUM(prompt_tokens) AS prompt_tokens,
-         SUM(completion_tokens) AS completion_tokens, SUM(cost_nanos) AS cost_nanos FROM usage_ledger ${where}${group ? ' GROUP BY 1' : ''}`,
+         SUM(completion_tokens) AS completion_tokens, SUM(cost_nanos) AS cost_nanos, ${SPLIT_SUMS} FROM usage_ledger ${where}${group ? ' GROUP BY 1' : ''}`,
     );
   }
   const totals = `COALESCE(SUM(requests), 0) AS requests, COALESCE(SUM(prompt_tokens), 0) AS prompt_tokens,
-    COALESCE(SUM(completion_tokens), 0) AS completion_tokens, COALESCE(SUM(cost_nanos), 0) AS cost_nanos`;
+    COALESCE(SUM(completion_tokens), 0) AS completion_tokens, COALESCE(SUM(cost_nanos), 0) AS cost_nanos,
+    ${SPLIT_COLUMNS.map((column) => `COALESCE(SUM(${column}), 0) AS ${column}`).join(', ')}`;
   const from = `(${parts.join(' UNION ALL ')}) AS parts`;
   // "g IS NULL" first so rows without a served model sort last in both stores.
   const sql = group
@@ -155,6 +160,10 @@ function toUsageRow(row: Record<string, unknown>): UsageRow {
     prompt_tokens: Number(row.prompt_tokens),
     completion_tokens: Number(row.completion_tokens),
     cost_usd: Number(row.cost_nanos) / 1e9,
+    cache_read_tokens: Number(row.cache_read_tokens ?? 0),
+    cache_write_tokens: Number(row.cache_write_tokens ?? 0),
+    cache_write_1h_tokens: Number(row.cache_write_1h_tokens ?? 0),
+    reasoning_tokens: Number(row.reasoning_tokens ?? 0),
   };
 }
 

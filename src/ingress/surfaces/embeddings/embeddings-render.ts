@@ -7,5 +7,6 @@ export function embeddingsBody(model: string, embeddings: Embedding[], usage: Us
   const reported: Record<string, unknown> = { prompt_tokens: usage.prompt_tokens, total_tokens: usage.prompt_tokens };
   // As on chat: a count the provider did not report is the gateway's estimate, and says so.
   if (usage.estimated) reported.estimated = true;
+  if (usage.cost !== undefined) reported.cost = usage.cost;
   return JSON.stringify({ object: 'list', data, model, usage: reported });
 }

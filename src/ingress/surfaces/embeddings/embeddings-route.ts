@@ -10,6 +10,7 @@ import type { RequestContext, RouteHandler, RouteOptions } from '../../pipeline/
 import { admitEmbeddings } from './embeddings-admission.js';
 import { embeddingsBody } from './embeddings-render.js';
 import { parseEmbeddingsRequest } from './embeddings-schema.js';
+import { costHeaders } from '../../pipeline/cost-header.js';
 
 // POST /v1/embeddings (OpenAI's Embeddings API), on the same steps as the chat pipeline:
 // authenticate, read and parse, resolve the models (embedding models only), admit, enqueue a job of
@@ -54,7 +55,7 @@ export function createEmbeddingsHandler(dependencies: PipelineDependencies): Rou
           if (event.type === 'completed') {
             finish();
             const embeddings = (event.embeddings ?? []).map((embedding) => inClientEncoding(embedding, request.encodingFormat));
-            replyJson(res, state, 200, embeddingsBody(event.model, embeddings, event.usage));
+            replyJson(res, state, 200, embeddingsBody(event.model, embeddings, event.usage), costHeaders(event.usage));
           } else if (event.type === 'failed') {
             finish();
             replyError(res, state, errorFromDescription(event.error));

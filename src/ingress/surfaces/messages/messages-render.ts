@@ -2,7 +2,7 @@ import type { ChoiceDelta } from '../../../shared/job.js';
 import { toolArgumentsObject } from '../../../shared/internal/tool-arguments.js';
 import type { OutputPart } from '../../../shared/internal/parts.js';
 import type { CompletionChoice, FinishDetail, FinishReason } from '../../../shared/providers/chat-adapter.js';
-import type { Usage } from '../../../shared/usage.js';
+import { usageSplit, type Usage } from '../../../shared/usage.js';
 
 // Anthropic's message object and stream events, rendered from internal parts and deltas.
 
@@ -26,20 +26,20 @@ export function stopInfo(reason: FinishReason | undefined, detail: FinishDetail 
   return { stop_reason: stopReasons[reason ?? 'stop'] ?? 'end_turn', stop_sequence: null };
 }
 
-function count(value: unknown): number {
-  return typeof value === 'number' && Number.isFinite(value) ? value : 0;
-}
-
 /** Anthropic counts cached input apart from input_tokens, where OpenAI's prompt_tokens includes it. */
-export function anthropicUsageOf(usage: Usage): Record<string, number> {
-  const cacheRead = count(usage.prompt_tokens_details?.cached_tokens);
-  const cacheWrite = count(usage.prompt_tokens_details?.cache_creation_tokens);
-  return {
-    input_tokens: Math.max(0, usage.prompt_tokens - cacheRead - cacheWrite),
-    cache_creation_input_tokens: cacheWrite,
-    cache_read_input_tokens: cacheRead,
+export function anthropicUsageOf(usage: Usage): Record<string, unknown> {
+  const split = usageSplit(usage);
+  const body: Record<string, unknown> = {
+    input_tokens: Math.max(0, usage.prompt_tokens - split.cacheReadTokens - split.cacheWriteTokens),
+    cache_creation_input_tokens: split.cacheWriteTokens,
+    cache_read_input_tokens: split.cacheReadTokens,
     output_tokens: usage.completion_tokens,
   };
+  // Anthropic's own detail of the writes by TTL, when the provider gave it.
+  if (split.cacheWrite1hTokens > 0) body.cache_creation = { ephemeral_5m_input_tokens: split.cacheWriteTokens - split.cacheWrite1hTokens, ephemeral_1h_input_tokens: split.cacheWrite1hTokens };
+  if (split.reasoningTokens > 0) body.output_tokens_details = { thinking_tokens: split.reasoningTokens };
+  if (usage.cost !== undefined) body.cost = usage.cost;
+  return body;
 }
 
 function blockOf(part: OutputPart): Record<string, unknown> | undefined {

@@ -1,4 +1,4 @@
-import type { Usage } from '../../../shared/usage.js';
+import { usageSplit, type Usage } from '../../../shared/usage.js';
 import type { ResponsesRequest } from './responses-schema.js';
 
 // The response object around the output: the request's settings echoed back, as OpenAI does, and
@@ -27,13 +27,10 @@ export function responseIdOfItem(id: string): string | undefined {
   return hex ? `resp_${hex}` : undefined;
 }
 
-function count(value: unknown): number {
-  return typeof value === 'number' && Number.isFinite(value) ? value : 0;
-}
-
 export function responsesUsage(usage: Usage): Json {
-  const cached = count(usage.prompt_tokens_details?.cached_tokens);
-  const reasoning = count(usage.completion_tokens_details?.reasoning_tokens);
+  const split = usageSplit(usage);
+  const cached = split.cacheReadTokens;
+  const reasoning = split.reasoningTokens;
   const body: Json = {
     input_tokens: usage.prompt_tokens,
     input_tokens_details: { cached_tokens: cached },
@@ -41,7 +38,9 @@ export function responsesUsage(usage: Usage): Json {
     output_tokens_details: { reasoning_tokens: reasoning },
     total_tokens: usage.total_tokens,
   };
+  if (split.cacheWriteTokens > 0) (body.input_tokens_details as Json).cache_write_tokens = split.cacheWriteTokens;
   if (usage.estimated) body.estimated = true;
+  if (usage.cost !== undefined) body.cost = usage.cost;
   return body;
 }
 

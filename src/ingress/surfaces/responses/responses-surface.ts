@@ -3,7 +3,9 @@ import type { Catalog } from '../../../shared/catalog/catalog-types.js';
 import type { InternalRequest } from '../../../shared/internal/request.js';
 import type { ResponseEventLog } from '../../../shared/responses/response-event-log.js';
 import type { Store } from '../../../shared/store/store.js';
+import type { Usage } from '../../../shared/usage.js';
 import { replyJson } from '../../http-reply.js';
+import { costHeaders } from '../../pipeline/cost-header.js';
 import { SseWriter } from '../../sse-writer.js';
 import { resolveTargets } from '../../pipeline/model-resolution.js';
 import type { JobTakeover, RelayingSurface, RenderContext, TakeoverStart } from '../../pipeline/surface.js';
@@ -99,7 +101,7 @@ export function createResponsesSurface(dependencies: ResponsesDependencies): Rel
       client = {
         end: ({ response, error }) => {
           if (error) start.fail(error);
-          else replyJson(start.res, start.state, 200, JSON.stringify(response));
+          else replyJson(start.res, start.state, 200, JSON.stringify(response), costHeaders(response.usage as Usage | undefined));
         },
       };
     }

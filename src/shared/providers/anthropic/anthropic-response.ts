@@ -24,6 +24,9 @@ export interface AnthropicUsage {
   output_tokens?: number;
   cache_creation_input_tokens?: number | null;
   cache_read_input_tokens?: number | null;
+  /** The writes by TTL (1-hour writes bill dearer than 5-minute ones); absent from older answers. */
+  cache_creation?: { ephemeral_5m_input_tokens?: number; ephemeral_1h_input_tokens?: number } | null;
+  output_tokens_details?: { thinking_tokens?: number } | null;
 }
 
 function count(value: unknown): number {
@@ -41,12 +44,19 @@ export function anthropicUsage(raw: AnthropicUsage | undefined): Usage | undefin
   const promptTokens = raw.input_tokens + cacheWrite + cacheRead;
   const details: Record<string, unknown> = { cached_tokens: cacheRead };
   if (cacheWrite > 0) details.cache_creation_tokens = cacheWrite;
-  return {
+  if (raw.cache_creation && cacheWrite > 0) {
+    details.cache_creation = { ephemeral_5m_input_tokens: count(raw.cache_creation.ephemeral_5m_input_tokens), ephemeral_1h_input_tokens: count(raw.cache_creation.ephemeral_1h_input_tokens) };
+  }
+  const usage: Usage = {
     prompt_tokens: promptTokens,
     completion_tokens: raw.output_tokens,
     total_tokens: promptTokens + raw.output_tokens,
     prompt_tokens_details: details,
   };
+  // Thinking is inside output_tokens, as OpenAI's reasoning_tokens are inside completion_tokens.
+  const thinking = count(raw.output_tokens_details?.thinking_tokens);
+  if (thinking > 0) usage.completion_tokens_details = { reasoning_tokens: thinking };
+  return usage;
 }
 
 type AnthropicBlock = Record<string, unknown> & { type?: string };

@@ -71,6 +71,8 @@ export class AnthropicStreamTranslator implements StreamTranslator {
       const value = usage[key];
       if (typeof value === 'number') this.usage[key] = value;
     }
+    if (usage.cache_creation) this.usage.cache_creation = usage.cache_creation;
+    if (usage.output_tokens_details) this.usage.output_tokens_details = usage.output_tokens_details;
   }
 
   private blockStart(data: AnthropicStreamEvent): StreamPart[] {

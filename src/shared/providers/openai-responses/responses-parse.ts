@@ -16,8 +16,10 @@ export function responsesUsageToInternal(value: unknown): Usage | undefined {
   if (typeof usage.input_tokens !== 'number' || typeof usage.output_tokens !== 'number') return undefined;
   const result: Usage = { prompt_tokens: usage.input_tokens, completion_tokens: usage.output_tokens, total_tokens: count(usage.total_tokens) || usage.input_tokens + usage.output_tokens };
   const cached = (usage.input_tokens_details as Json | undefined)?.cached_tokens;
+  const written = (usage.input_tokens_details as Json | undefined)?.cache_write_tokens;
   const reasoning = (usage.output_tokens_details as Json | undefined)?.reasoning_tokens;
   if (typeof cached === 'number') result.prompt_tokens_details = { cached_tokens: cached };
+  if (typeof written === 'number' && written > 0) result.prompt_tokens_details = { ...result.prompt_tokens_details, cache_creation_tokens: written };
   if (typeof reasoning === 'number') result.completion_tokens_details = { reasoning_tokens: reasoning };
   return result;
 }
