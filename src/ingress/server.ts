@@ -96,12 +96,13 @@ export async function startIngress(options: IngressOptions): Promise<RunningIngr
 
   app.get('/healthz', json('healthz', async () => JSON.stringify({ status: 'ok', uws: build, open_requests: openRequests.size })));
   app.get('/v1/models', json('models', async (authorization) => {
-    await authenticate(keys, authorization);
-    return modelsBody;
+    const key = await authenticate(keys, authorization);
+    // The whole catalog is rendered once; only keys with an allow-list get their own list.
+    return key.allowedModels === null ? modelsBody : modelsListBody(options.catalog, key.allowedModels);
   }, authorized));
   app.get('/v1/models/*', route('model', authorized, async ({ res, state, headers, url }) => {
-    await authenticate(keys, headers.authorization ?? '');
-    replyJson(res, state, 200, modelBody(options.catalog, url));
+    const key = await authenticate(keys, headers.authorization ?? '');
+    replyJson(res, state, 200, modelBody(options.catalog, url, key.allowedModels));
   }));
   const pipeline = {
     catalog: options.catalog,

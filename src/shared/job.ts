@@ -21,6 +21,8 @@ export interface CompletionJob {
   reservationId?: string;
   reservedNanos?: number;
   budgetPeriod?: BudgetPeriod;
+  /** When the key expires (ISO 8601): a job still queued then is refused before it starts. */
+  keyExpiresAt?: string;
   enqueuedAt: number;
 }
 

@@ -130,7 +130,7 @@ export function createSurfaceHandler(surface: Surface, dependencies: PipelineDep
     const body = await call.body!.json();
     if (body === undefined) return;
     const request = await surface.parse(body, call.headers, { keyId: key.id });
-    const targets = resolveTargets(catalog, request);
+    const targets = resolveTargets(catalog, request, 'chat', key.allowedModels);
     checkProviderCallLimit(request, targets, catalog);
     const admitted = await admitRequest(counters, key, request, targets, state.requestId);
     state.extraHeaders = [...idHeaders, ...admitted.headers];
@@ -149,6 +149,7 @@ export function createSurfaceHandler(surface: Surface, dependencies: PipelineDep
       reservationId: admitted.reservationId,
       reservedNanos: admitted.reservedNanos,
       budgetPeriod: key.budgetPeriod,
+      ...(key.expiresAt ? { keyExpiresAt: key.expiresAt } : {}),
       enqueuedAt: Date.now(),
     };
     const context: RenderContext = { jobId: job.id, created: Math.floor(job.enqueuedAt / 1000), request };

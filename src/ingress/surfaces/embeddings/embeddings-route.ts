@@ -26,7 +26,7 @@ export function createEmbeddingsHandler(dependencies: PipelineDependencies): Rou
     const body = await call.body!.json();
     if (body === undefined) return;
     const request = parseEmbeddingsRequest(body);
-    const targets = resolveTargets(catalog, request, 'embeddings');
+    const targets = resolveTargets(catalog, request, 'embeddings', key.allowedModels);
     const admitted = await admitEmbeddings(counters, key, request, targets, state.requestId);
     state.extraHeaders = admitted.headers;
     const release = () => counters.settle({ keyId: key.id, reservationId: admitted.reservationId, costNanos: 0, tokens: 0, budgetPeriod: key.budgetPeriod, now: Date.now() });

@@ -1,0 +1,7 @@
+import { describe } from 'vitest';
+import { describeKeyGovernance } from './http/governance-behaviour.js';
+
+// Key governance (allow-lists, expiry) against the embedded default.
+describe('key governance, embedded deployment', () => {
+  describeKeyGovernance('embedded');
+});
