@@ -3,7 +3,9 @@ import type { Counters, RateLimitState } from '../shared/counters/counters.js';
 import { GatewayError, invalidApiKey } from '../shared/errors.js';
 import type { InternalRequest } from '../shared/internal/request.js';
 import { costNanos, usdToNanos } from '../shared/pricing.js';
-import type { KeyRecord } from '../shared/store/store.js';
+import type { ProjectCharge } from '../shared/counters/counters.js';
+import type { KeyRecord, ProjectRecord } from '../shared/store/store.js';
+import { projectAdmission, projectCharge, projectNeedsTokens, projectRefusal } from './project-admission.js';
 import { countPromptTokens } from '../shared/token-counter.js';
 
 // Admission before a request goes upstream: revocation, rate limits and a budget reservation of
@@ -18,6 +20,8 @@ export interface AdmittedRequest {
   reservationId: string;
   reservedNanos: number;
   headers: Array<[string, string]>;
+  /** The key's project, reserved against too: the job settles at both levels. */
+  project?: ProjectCharge;
 }
 
 function duration(seconds: number): string {
@@ -47,8 +51,8 @@ function outputCeiling(request: InternalRequest, model: ModelEntry): number {
   return asked ? Math.min(asked, model.maxOutputTokens) : model.maxOutputTokens;
 }
 
-export async function admitRequest(counters: Counters, key: KeyRecord, request: InternalRequest, targets: ModelEntry[], requestId: string): Promise<AdmittedRequest> {
-  const needsTokens = key.tpm !== null || key.budgetUsd !== null;
+export async function admitRequest(counters: Counters, key: KeyRecord, request: InternalRequest, targets: ModelEntry[], requestId: string, project: ProjectRecord | null = null): Promise<AdmittedRequest> {
+  const needsTokens = key.tpm !== null || key.budgetUsd !== null || projectNeedsTokens(project);
   const promptTokens = needsTokens ? countPromptTokens(request) : 0;
   const choices = request.n;
   let reserveNanos = 0;
@@ -73,10 +77,12 @@ export async function admitRequest(counters: Counters, key: KeyRecord, request: 
     tokens,
     reserveNanos,
     now: Date.now(),
+    ...projectAdmission(project),
   });
   const headers = rateLimitHeaders(admission.rateLimit);
-  if (admission.ok) return { reservationId: admission.reservationId, reservedNanos: reserveNanos, headers };
+  if (admission.ok) return { reservationId: admission.reservationId, reservedNanos: reserveNanos, headers, project: projectCharge(project) };
   if (admission.reason === 'revoked') throw invalidApiKey();
+  if (admission.level === 'project' && project) throw projectRefusal(project, admission, { reserveNanos, tokens }, headers, usd);
   const retryAfterSeconds = admission.retryAfterSeconds;
   if (admission.reason === 'budget_exceeded') {
     const period = key.budgetPeriod === 'none' ? 'total' : key.budgetPeriod;

@@ -32,6 +32,7 @@ export function createJobSettler(parts: SettlementParts): JobSettler {
       costNanos: entry.costNanos,
       tokens,
       budgetPeriod: job.budgetPeriod ?? 'none',
+      project: job.project,
       // The period of the admission, as the ledger row's createdAt: a request admitted before
       // midnight and settled after it is spend of the day it was admitted, in both.
       now: job.enqueuedAt,

@@ -132,9 +132,9 @@ export function createSurfaceHandler(surface: Surface, dependencies: PipelineDep
     const request = await surface.parse(body, call.headers, { keyId: key.id });
     const targets = resolveTargets(catalog, request, 'chat', key.allowedModels);
     checkProviderCallLimit(request, targets, catalog);
-    const admitted = await admitRequest(counters, key, request, targets, state.requestId);
+    const admitted = await admitRequest(counters, key, request, targets, state.requestId, await keys.projectOf(key));
     state.extraHeaders = [...idHeaders, ...admitted.headers];
-    const release = () => counters.settle({ keyId: key.id, reservationId: admitted.reservationId, costNanos: 0, tokens: 0, budgetPeriod: key.budgetPeriod, now: Date.now() });
+    const release = () => counters.settle({ keyId: key.id, reservationId: admitted.reservationId, costNanos: 0, tokens: 0, budgetPeriod: key.budgetPeriod, project: admitted.project, now: Date.now() });
     if (state.aborted) {
       await release();
       return;
@@ -149,6 +149,7 @@ export function createSurfaceHandler(surface: Surface, dependencies: PipelineDep
       reservationId: admitted.reservationId,
       reservedNanos: admitted.reservedNanos,
       budgetPeriod: key.budgetPeriod,
+      ...(admitted.project ? { project: admitted.project } : {}),
       ...(key.expiresAt ? { keyExpiresAt: key.expiresAt } : {}),
       enqueuedAt: Date.now(),
     };

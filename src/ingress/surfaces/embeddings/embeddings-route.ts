@@ -27,9 +27,9 @@ export function createEmbeddingsHandler(dependencies: PipelineDependencies): Rou
     if (body === undefined) return;
     const request = parseEmbeddingsRequest(body);
     const targets = resolveTargets(catalog, request, 'embeddings', key.allowedModels);
-    const admitted = await admitEmbeddings(counters, key, request, targets, state.requestId);
+    const admitted = await admitEmbeddings(counters, key, request, targets, state.requestId, await keys.projectOf(key));
     state.extraHeaders = admitted.headers;
-    const release = () => counters.settle({ keyId: key.id, reservationId: admitted.reservationId, costNanos: 0, tokens: 0, budgetPeriod: key.budgetPeriod, now: Date.now() });
+    const release = () => counters.settle({ keyId: key.id, reservationId: admitted.reservationId, costNanos: 0, tokens: 0, budgetPeriod: key.budgetPeriod, project: admitted.project, now: Date.now() });
     if (state.aborted) {
       await release();
       return;
@@ -45,6 +45,8 @@ export function createEmbeddingsHandler(dependencies: PipelineDependencies): Rou
       reservationId: admitted.reservationId,
       reservedNanos: admitted.reservedNanos,
       budgetPeriod: key.budgetPeriod,
+      ...(admitted.project ? { project: admitted.project } : {}),
+      ...(key.expiresAt ? { keyExpiresAt: key.expiresAt } : {}),
       enqueuedAt: Date.now(),
     };
     const finish = () => {
