@@ -1,5 +1,6 @@
 import { describe, it } from 'vitest';
 import { describeKeyGovernance } from './http/governance-behaviour.js';
+import { describeProjects } from './http/project-behaviour.js';
 import { scaledOutAvailable, scaledOutSkipNotice } from './support/scaled-harness.js';
 
 // Key governance (allow-lists, expiry) against the scaled-out deployment as real processes
@@ -7,6 +8,9 @@ import { scaledOutAvailable, scaledOutSkipNotice } from './support/scaled-harnes
 if (scaledOutAvailable) {
   describe('key governance, scaled-out deployment (2 ingress + 2 worker processes)', () => {
     describeKeyGovernance('scaled');
+  });
+  describe('projects, scaled-out deployment (2 ingress + 2 worker processes)', () => {
+    describeProjects('scaled');
   });
 } else {
   console.warn(`governance scaled-out suite: ${scaledOutSkipNotice}`);
