@@ -13,6 +13,7 @@ import { keyExpired } from './authenticate.js';
 import { replyJson, type ReplyState } from './http-reply.js';
 import { projectChangeId, type KeyDirectory } from './key-directory.js';
 import type { RouteWrapper } from './pipeline/request-wrapper.js';
+import type { RefusalCounts } from './refusal-counts.js';
 
 // The admin API (bearer SWITCHBOARD_ADMIN_TOKEN): keys and usage. The CLI and the dashboard use it.
 
@@ -24,6 +25,8 @@ export interface AdminDependencies {
   logger: Logger;
   /** Tells other ingress instances that a key changed (scaled out); a no-op in one process. */
   announceKeyChange?: (publicId: string) => void | Promise<void>;
+  /** This process's refusal counts: flushed before /usage/refused answers, so its own are current. */
+  refusals?: RefusalCounts;
   /** Made on first use by adminTokenGuard(), so the bearer API and the dashboard share one. */
   tokenGuard?: AdminTokenGuard;
 }
@@ -185,6 +188,15 @@ export function adminRoutes(dependencies: AdminDependencies): AdminRoute[] {
   projectRoutes(route, store, async (projectId) => {
     keys.invalidate(projectChangeId(projectId));
     await dependencies.announceKeyChange?.(projectChangeId(projectId));
+  });
+
+  // Refused requests (401 by a named key, 402, 403, 429) per key, model and status; no ledger rows.
+  route('get', '/usage/refused', async ({ query }) => {
+    const filter = usageQuery(query);
+    await dependencies.refusals?.flush();
+    const rows = await store.queryRefusedCounts({ keyId: filter.keyId, since: filter.since, until: filter.until });
+    const data = rows.filter((row) => filter.model === undefined || row.model === filter.model).map((row) => ({ key_id: row.keyId, model: row.model || null, status: row.status, count: row.count }));
+    return [200, { object: 'list', data }];
   });
 
   route('get', '/usage', async ({ query }) => [200, { object: 'list', data: await store.queryUsage(usageQuery(query)) }]);

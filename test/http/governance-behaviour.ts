@@ -1,7 +1,7 @@
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
-import { adminRequest, chat, createKey, hello } from '../support/api-client.js';
+import { adminRequest, chat, createKey, eventually, hello } from '../support/api-client.js';
 import { startDeployment, type DeploymentKind } from '../support/gateway-harness.js';
 import { useGateway } from './gateway-context.js';
 
@@ -143,6 +143,45 @@ export function describeKeyGovernance(kind: DeploymentKind): void {
       expect((await chat(context.deployment, key.key, { model: 'svc/alpha', messages: hello })).status).toBe(200);
       const invalid = await adminRequest(context.deployment, 'PATCH', `/admin/v1/keys/${key.id}`, { expires_at: 'tomorrow' });
       expect(invalid.status).toBe(400);
+    });
+  });
+
+  describe('refused traffic', () => {
+    async function refusedOf(query: string): Promise<Array<Record<string, unknown>>> {
+      const { status, body } = await adminRequest(context.deployment, 'GET', `/admin/v1/usage/refused?${query}`);
+      expect(status, JSON.stringify(body)).toBe(200);
+      return body.data;
+    }
+
+    it('counts 401 (by the key named), 402, 403 and 429 per key and model, without ledger rows', async () => {
+      context.double.script('alpha', { kind: 'text', text: 'ok' });
+      const limited = await createKey(context.deployment, { name: 'refused rpm', rpm: 1 });
+      expect((await chat(context.deployment, limited.key, { model: 'svc/alpha', messages: hello })).status).toBe(200);
+      for (let i = 0; i < 3; i++) expect((await chat(context.deployment, limited.key, { model: 'svc/alpha', messages: hello })).status).toBe(429);
+      const broke = await createKey(context.deployment, { name: 'refused budget', budget_usd: 0 });
+      for (let i = 0; i < 2; i++) expect((await chat(context.deployment, broke.key, { model: 'svc/beta', messages: hello, max_tokens: 5 })).status).toBe(402);
+      const fenced = await createKey(context.deployment, { name: 'refused model', allowed_models: ['svc/alpha'] });
+      expect((await chat(context.deployment, fenced.key, { model: 'svc/beta', messages: hello })).status).toBe(403);
+      const embedder = await openai(fenced.key).embeddings.create({ model: 'svc/embed-alpha', input: 'x' }).then(() => 200, (error: { status: number }) => error.status);
+      expect(embedder).toBe(403);
+      const revoked = await createKey(context.deployment, { name: 'refused revoked' });
+      await adminRequest(context.deployment, 'DELETE', `/admin/v1/keys/${revoked.id}`);
+      for (let i = 0; i < 2; i++) expect((await chat(context.deployment, revoked.key, { model: 'svc/alpha', messages: hello })).status).toBe(401);
+      expect((await fetch(`${context.deployment.url()}/v1/models`, { headers: { authorization: `Bearer ${revoked.key}` } })).status).toBe(401);
+
+      // Each ingress adds its counts to the store within a second.
+      await eventually(async () => {
+        expect(await refusedOf(`key_id=${limited.id}`)).toEqual([{ key_id: limited.id, model: 'svc/alpha', status: 429, count: 3 }]);
+        expect(await refusedOf(`key_id=${broke.id}`)).toEqual([{ key_id: broke.id, model: 'svc/beta', status: 402, count: 2 }]);
+        expect(await refusedOf(`key_id=${fenced.id}`)).toEqual([{ key_id: fenced.id, model: 'svc/beta', status: 403, count: 1 }, { key_id: fenced.id, model: 'svc/embed-alpha', status: 403, count: 1 }]);
+        expect(await refusedOf(`key_id=${revoked.id}`)).toEqual([{ key_id: revoked.id, model: null, status: 401, count: 3 }]);
+      }, 5000);
+      const bySince = await refusedOf(`key_id=${limited.id}&since=${new Date(Date.now() + 2 * 86_400_000).toISOString().slice(0, 10)}`);
+      expect(bySince).toEqual([]);
+      // Only the one request that ran is in the ledger.
+      const ledger = await adminRequest(context.deployment, 'GET', `/admin/v1/requests?key_id=${limited.id}`);
+      expect(ledger.body.data).toHaveLength(1);
+      for (const key of [broke, fenced, revoked]) expect((await adminRequest(context.deployment, 'GET', `/admin/v1/requests?key_id=${key.id}`)).body.data).toEqual([]);
     });
   });
 }

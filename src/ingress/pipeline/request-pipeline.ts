@@ -10,6 +10,7 @@ import { authenticate } from '../authenticate.js';
 import type { ReplyState } from '../http-reply.js';
 import type { JobRouter, PendingJob } from '../job-router.js';
 import type { KeyDirectory } from '../key-directory.js';
+import { noteRefusal, type RefusalCounts } from '../refusal-counts.js';
 import { SseWriter } from '../sse-writer.js';
 import { resolveTargets } from './model-resolution.js';
 import type { RequestContext, RouteHandler, RouteOptions } from './request-wrapper.js';
@@ -30,6 +31,26 @@ export interface PipelineDependencies {
   maxQueuedStreamBytes: number;
   /** Open requests, so that a draining server knows when it may exit. */
   openRequests: Set<string>;
+  /** Counts 401/402/403/429 refusals per key and model (absent: not counted). */
+  refusals?: RefusalCounts;
+}
+
+/** Who a request is, as far as it got: what a refusal is counted against. */
+export interface RequestParty {
+  keys: KeyDirectory;
+  credential: string;
+  keyId?: string;
+  model?: string;
+}
+
+/** Runs a route's handler, counting the refusal it ends with (if any) against its key and model. */
+export async function countingRefusals(refusals: RefusalCounts | undefined, party: RequestParty, run: () => Promise<void>): Promise<void> {
+  try {
+    await run();
+  } catch (error) {
+    await noteRefusal(refusals, error, party);
+    throw error;
+  }
 }
 
 /** Bearer keys, or the key alone in x-api-key as Anthropic clients send it. */
@@ -120,16 +141,23 @@ export function createSurfaceHandler(surface: Surface, dependencies: PipelineDep
   }
 
   /** Registered through the request wrapper with surfaceRouteOptions. */
-  return async function handle(call: RequestContext): Promise<void> {
+  return (call: RequestContext) => {
+    const party: RequestParty = { keys, credential: credentialOf(call.headers) };
+    return countingRefusals(dependencies.refusals, party, () => handle(call, party));
+  };
+
+  async function handle(call: RequestContext, party: RequestParty): Promise<void> {
     const { res, state } = call;
     const idHeaders = surface.requestIdHeader ? [surface.requestIdHeader(state.requestId)] : [];
     state.extraHeaders = idHeaders;
     // The key is checked from the headers before the body is wanted: an unauthenticated upload is
     // answered (and its connection closed) while it is still arriving, with nothing kept of it.
-    const key = await authenticate(keys, credentialOf(call.headers));
+    const key = await authenticate(keys, party.credential);
+    party.keyId = key.id;
     const body = await call.body!.json();
     if (body === undefined) return;
     const request = await surface.parse(body, call.headers, { keyId: key.id });
+    party.model = request.model;
     const targets = resolveTargets(catalog, request, 'chat', key.allowedModels);
     checkProviderCallLimit(request, targets, catalog);
     const admitted = await admitRequest(counters, key, request, targets, state.requestId, await keys.projectOf(key));
@@ -186,7 +214,7 @@ export function createSurfaceHandler(surface: Surface, dependencies: PipelineDep
       throw error;
     }
     takeover?.enqueued?.();
-  };
+  }
 }
 
 /**

@@ -4,7 +4,7 @@ import type { EmbeddingsJob } from '../../../shared/job.js';
 import { authenticate } from '../../authenticate.js';
 import { replyError, replyJson } from '../../http-reply.js';
 import { resolveTargets } from '../../pipeline/model-resolution.js';
-import { credentialOf, type PipelineDependencies } from '../../pipeline/request-pipeline.js';
+import { countingRefusals, credentialOf, type PipelineDependencies, type RequestParty } from '../../pipeline/request-pipeline.js';
 import type { RequestContext, RouteHandler, RouteOptions } from '../../pipeline/request-wrapper.js';
 import { admitEmbeddings } from './embeddings-admission.js';
 import { embeddingsBody } from './embeddings-render.js';
@@ -20,12 +20,19 @@ export const embeddingsRouteOptions: RouteOptions = { headers: ['authorization',
 export function createEmbeddingsHandler(dependencies: PipelineDependencies): RouteHandler {
   const { catalog, counters, keys, transport, router } = dependencies;
 
-  return async function handle(call: RequestContext): Promise<void> {
+  return (call: RequestContext) => {
+    const party: RequestParty = { keys, credential: credentialOf(call.headers) };
+    return countingRefusals(dependencies.refusals, party, () => handle(call, party));
+  };
+
+  async function handle(call: RequestContext, party: RequestParty): Promise<void> {
     const { res, state } = call;
-    const key = await authenticate(keys, credentialOf(call.headers));
+    const key = await authenticate(keys, party.credential);
+    party.keyId = key.id;
     const body = await call.body!.json();
     if (body === undefined) return;
     const request = parseEmbeddingsRequest(body);
+    party.model = request.model;
     const targets = resolveTargets(catalog, request, 'embeddings', key.allowedModels);
     const admitted = await admitEmbeddings(counters, key, request, targets, state.requestId, await keys.projectOf(key));
     state.extraHeaders = admitted.headers;
@@ -81,5 +88,5 @@ export function createEmbeddingsHandler(dependencies: PipelineDependencies): Rou
       await release();
       throw error;
     }
-  };
+  }
 }
