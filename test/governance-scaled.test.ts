@@ -1,5 +1,6 @@
 import { describe, it } from 'vitest';
 import { describeKeyGovernance } from './http/governance-behaviour.js';
+import { describeAlerts } from './http/alerts-behaviour.js';
 import { describeProjects } from './http/project-behaviour.js';
 import { scaledOutAvailable, scaledOutSkipNotice } from './support/scaled-harness.js';
 
@@ -11,6 +12,9 @@ if (scaledOutAvailable) {
   });
   describe('projects, scaled-out deployment (2 ingress + 2 worker processes)', () => {
     describeProjects('scaled');
+  });
+  describe('budget alerts, scaled-out deployment (2 ingress + 2 worker processes)', () => {
+    describeAlerts('scaled');
   });
 } else {
   console.warn(`governance scaled-out suite: ${scaledOutSkipNotice}`);

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { periodStart } from '../shared/counters/period.js';
 import { GatewayError } from '../shared/errors.js';
-import type { BudgetAlert, ProjectPatch, ProjectRecord, Store } from '../shared/store/store.js';
+import type { AlertDelivery, BudgetAlert, ProjectPatch, ProjectRecord, Store } from '../shared/store/store.js';
 import { maxQueryTextLength, validate } from './admin-query.js';
 
 // The governance part of the admin API: the key fields allowed_models, expires_at, project_id and
@@ -69,13 +69,24 @@ export async function publicProject(store: Store, project: ProjectRecord): Promi
   };
 }
 
+const alertsQuery = z.object({ subject_id: idText.optional(), limit: z.coerce.number().int().min(1).max(1000).optional() }).strict();
+
+/** An alert delivery as the admin API shows it. */
+function publicDelivery(delivery: AlertDelivery): Record<string, unknown> {
+  return {
+    id: delivery.id, object: 'alert_delivery', subject_kind: delivery.subjectKind, subject_id: delivery.subjectId, threshold_percent: delivery.thresholdPercent,
+    webhook_url: delivery.webhookUrl, period_start: delivery.periodStart, status: delivery.status, attempts: delivery.attempts,
+    last_status: delivery.lastStatus, last_error: delivery.lastError, created_at: delivery.createdAt, delivered_at: delivery.deliveredAt,
+  };
+}
+
 export async function existingProject(store: Store, id: string, param = 'id'): Promise<ProjectRecord> {
   const project = /[\u0000-\u001f\u007f]/.test(id) || id.length > maxQueryTextLength ? null : await store.getProject(id);
   if (!project) throw new GatewayError(param === 'id' ? 'not_found' : 'invalid_value', `No project with id '${id}'.`, { param });
   return project;
 }
 
-type Route = (method: 'get' | 'post' | 'patch' | 'del', path: string, action: (context: { parameter: string; body?: unknown }) => Promise<[number, unknown]>, withBody?: boolean) => void;
+type Route = (method: 'get' | 'post' | 'patch' | 'del', path: string, action: (context: { parameter: string; query: string; body?: unknown }) => Promise<[number, unknown]>, withBody?: boolean) => void;
 
 /** Registers /projects; `changed` tells every ingress to drop its cached copy. */
 export function projectRoutes(route: Route, store: Store, changed: (projectId: string) => Promise<void>): void {
@@ -101,6 +112,12 @@ export function projectRoutes(route: Route, store: Store, changed: (projectId: s
     await changed(project.id);
     return [200, await publicProject(store, project)];
   }, true);
+  // Alert deliveries, newest first: one per key or project, threshold, webhook and budget period.
+  route('get', '/alerts', async ({ query }) => {
+    const input = validate(alertsQuery, Object.fromEntries(new URLSearchParams(query)));
+    const deliveries = await store.listAlertDeliveries({ subjectId: input.subject_id, limit: input.limit });
+    return [200, { object: 'list', data: deliveries.map(publicDelivery) }];
+  });
   route('del', '/projects/:id', async ({ parameter }) => {
     const project = await existingProject(store, parameter);
     await store.deleteProject(project.id);

@@ -24,6 +24,8 @@ export interface CompletionJob {
   budgetPeriod?: BudgetPeriod;
   /** The key's project, when admission reserved against it too: settled at both levels. */
   project?: ProjectCharge;
+  /** Set when the key or its project has budget alerts: the worker checks them after settling. */
+  alerting?: true;
   /** When the key expires (ISO 8601): a job still queued then is refused before it starts. */
   keyExpiresAt?: string;
   enqueuedAt: number;

@@ -160,7 +160,8 @@ export function createSurfaceHandler(surface: Surface, dependencies: PipelineDep
     party.model = request.model;
     const targets = resolveTargets(catalog, request, 'chat', key.allowedModels);
     checkProviderCallLimit(request, targets, catalog);
-    const admitted = await admitRequest(counters, key, request, targets, state.requestId, await keys.projectOf(key));
+    const project = await keys.projectOf(key);
+    const admitted = await admitRequest(counters, key, request, targets, state.requestId, project);
     state.extraHeaders = [...idHeaders, ...admitted.headers];
     const release = () => counters.settle({ keyId: key.id, reservationId: admitted.reservationId, costNanos: 0, tokens: 0, budgetPeriod: key.budgetPeriod, project: admitted.project, now: Date.now() });
     if (state.aborted) {
@@ -178,6 +179,7 @@ export function createSurfaceHandler(surface: Surface, dependencies: PipelineDep
       reservedNanos: admitted.reservedNanos,
       budgetPeriod: key.budgetPeriod,
       ...(admitted.project ? { project: admitted.project } : {}),
+      ...(key.alerts.length > 0 || (project?.alerts.length ?? 0) > 0 ? { alerting: true as const } : {}),
       ...(key.expiresAt ? { keyExpiresAt: key.expiresAt } : {}),
       enqueuedAt: Date.now(),
     };

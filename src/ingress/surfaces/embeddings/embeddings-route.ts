@@ -34,7 +34,8 @@ export function createEmbeddingsHandler(dependencies: PipelineDependencies): Rou
     const request = parseEmbeddingsRequest(body);
     party.model = request.model;
     const targets = resolveTargets(catalog, request, 'embeddings', key.allowedModels);
-    const admitted = await admitEmbeddings(counters, key, request, targets, state.requestId, await keys.projectOf(key));
+    const project = await keys.projectOf(key);
+    const admitted = await admitEmbeddings(counters, key, request, targets, state.requestId, project);
     state.extraHeaders = admitted.headers;
     const release = () => counters.settle({ keyId: key.id, reservationId: admitted.reservationId, costNanos: 0, tokens: 0, budgetPeriod: key.budgetPeriod, project: admitted.project, now: Date.now() });
     if (state.aborted) {
@@ -53,6 +54,7 @@ export function createEmbeddingsHandler(dependencies: PipelineDependencies): Rou
       reservedNanos: admitted.reservedNanos,
       budgetPeriod: key.budgetPeriod,
       ...(admitted.project ? { project: admitted.project } : {}),
+      ...(key.alerts.length > 0 || (project?.alerts.length ?? 0) > 0 ? { alerting: true as const } : {}),
       ...(key.expiresAt ? { keyExpiresAt: key.expiresAt } : {}),
       enqueuedAt: Date.now(),
     };
