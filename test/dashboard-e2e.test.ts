@@ -104,6 +104,8 @@ describe.runIf(haveChromium)('dashboard in Chromium', () => {
     await dialog().getByLabel('Budget (USD)').fill('5');
     await dialog().getByLabel('Requests per minute').fill('60');
     await dialog().getByLabel('Tokens per minute').fill('100000');
+    await dialog().getByLabel('Allowed models').fill('svc/alpha, svc/b*');
+    await dialog().getByLabel('Budget alerts').fill('80=http://127.0.0.1:9/budget\n100=http://127.0.0.1:9/budget');
     await dialog().getByRole('button', { name: 'Create key' }).click();
     const secretField = dialog().getByLabel('Secret key');
     await secretField.waitFor();
@@ -114,6 +116,8 @@ describe.runIf(haveChromium)('dashboard in Chromium', () => {
     await dialog().getByRole('button', { name: 'I have stored the key' }).click();
     await row('checkout service').waitFor();
     expect(await page.content()).not.toContain(secret);
+    const governed = (await adminRequest(deployment, 'GET', '/admin/v1/keys')).body.data.find((key: { name: string }) => key.name === 'checkout service');
+    expect(governed).toMatchObject({ allowed_models: ['svc/alpha', 'svc/b*'], alerts: [{ threshold_percent: 80, webhook_url: 'http://127.0.0.1:9/budget' }, { threshold_percent: 100, webhook_url: 'http://127.0.0.1:9/budget' }] });
 
     // Use it through the API, against the provider double.
     const response = await chat(deployment, secret, { model: 'svc/alpha', messages: hello });

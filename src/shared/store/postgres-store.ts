@@ -164,10 +164,8 @@ export async function openPostgresStore(databaseUrl: string, options: PostgresSt
 }
 
 // The governance methods are mixed in (governance-tables.ts), shared with the SQLite store.
-// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
 interface PostgresStore extends GovernanceMethods {}
 
-// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
 class PostgresStore implements Store {
   constructor(
     private readonly pool: pg.Pool,

@@ -187,10 +187,8 @@ interface PendingRecord {
 }
 
 // The governance methods are mixed in (governance-tables.ts), shared with the PostgreSQL store.
-// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
 interface SqliteStore extends GovernanceMethods {}
 
-// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
 class SqliteStore implements Store {
   private readonly statements = new Map<string, Database.Statement>();
   private readonly recordTx: (entries: LedgerEntry[]) => void;
