@@ -134,7 +134,7 @@ export async function startIngress(options: IngressOptions): Promise<RunningIngr
   }));
   const messagesRoute = surfaceRouteOptions(messagesSurface);
   app.post('/v1/messages', route('messages', messagesRoute, createSurfaceHandler(messagesSurface, pipeline)));
-  app.post('/v1/messages/count_tokens', route('messages.count_tokens', messagesRoute, createSurfaceJsonHandler(messagesSurface, keys, (body, headers) => countMessageTokens(options.catalog, body, headers))));
+  app.post('/v1/messages/count_tokens', route('messages.count_tokens', messagesRoute, createSurfaceJsonHandler(messagesSurface, keys, (body, headers, key) => countMessageTokens(options.catalog, body, headers, key.allowedModels))));
   for (const path of ['/v1/messages', '/v1/messages/count_tokens']) {
     app.any(path, route(path, { renderError: messagesRoute.renderError }, () => {
       throw new GatewayError('method_not_allowed', `Use POST for ${path}.`);

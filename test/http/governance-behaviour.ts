@@ -80,6 +80,9 @@ export function describeKeyGovernance(kind: DeploymentKind): void {
       const error = await anthropic(key.key).messages.create({ model: 'svc/gamma', max_tokens: 20, messages: [{ role: 'user', content: 'hi' }] }).then(() => undefined, (caught: unknown) => caught);
       expect(error).toBeInstanceOf(Anthropic.PermissionDeniedError);
       expect((error as InstanceType<typeof Anthropic.PermissionDeniedError>).error).toMatchObject({ type: 'error', error: { type: 'permission_error' } });
+      const counted = await anthropic(key.key).messages.countTokens({ model: 'svc/gamma', messages: [{ role: 'user', content: 'hi' }] }).then(() => undefined, (caught: unknown) => caught);
+      expect(counted).toBeInstanceOf(Anthropic.PermissionDeniedError);
+      expect((await anthropic(key.key).messages.countTokens({ model: 'svc/alpha', messages: [{ role: 'user', content: 'hi' }] })).input_tokens).toBeGreaterThan(0);
     });
 
     it('refuses on the Responses surface', async () => {

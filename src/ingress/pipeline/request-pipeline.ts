@@ -4,6 +4,7 @@ import type { Counters } from '../../shared/counters/counters.js';
 import { errorFromDescription, GatewayError } from '../../shared/errors.js';
 import type { CompletionJob } from '../../shared/job.js';
 import { checkProviderCallLimit } from '../../shared/providers/provider-call-limit.js';
+import type { KeyRecord } from '../../shared/store/store.js';
 import type { IngressTransport } from '../../shared/transport/transport.js';
 import { admitRequest } from '../admission.js';
 import { authenticate } from '../authenticate.js';
@@ -223,12 +224,12 @@ export function createSurfaceHandler(surface: Surface, dependencies: PipelineDep
  * An authenticated POST that answers at once from its body, with no job (count_tokens): the
  * surface's headers and error shape, the same key rules as the pipeline.
  */
-export function createSurfaceJsonHandler(surface: Surface, keys: KeyDirectory, answer: (body: unknown, headers: SurfaceHeaders) => string): RouteHandler {
+export function createSurfaceJsonHandler(surface: Surface, keys: KeyDirectory, answer: (body: unknown, headers: SurfaceHeaders, key: KeyRecord) => string): RouteHandler {
   return async (call) => {
     if (surface.requestIdHeader) call.state.extraHeaders = [surface.requestIdHeader(call.state.requestId)];
-    await authenticate(keys, credentialOf(call.headers));
+    const key = await authenticate(keys, credentialOf(call.headers));
     const body = await call.body!.json();
     if (body === undefined) return;
-    replyRendered(call.res, call.state, { status: 200, body: answer(body, call.headers), headers: [] });
+    replyRendered(call.res, call.state, { status: 200, body: answer(body, call.headers, key), headers: [] });
   };
 }
