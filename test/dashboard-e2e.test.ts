@@ -201,6 +201,20 @@ describe.runIf(haveChromium)('dashboard in Chromium', () => {
     expect(await row('svc/nokey').innerText()).toContain('No');
     await shoot('models.png');
 
+    // Projects: a shared budget, limits and alerts for several keys.
+    await page.getByRole('link', { name: 'Projects' }).click();
+    await heading('Projects');
+    await page.getByRole('button', { name: 'Create project' }).first().click();
+    await dialog().getByLabel('Project name').fill('checkout team');
+    await dialog().getByLabel('Project budget (USD)').fill('20');
+    await dialog().getByLabel('Project requests per minute').fill('600');
+    await dialog().getByLabel('Project budget alerts').fill('50=http://127.0.0.1:9/team');
+    await dialog().getByRole('button', { name: 'Create project' }).click();
+    await row('checkout team').waitFor();
+    expect(await row('checkout team').innerText()).toMatch(/\$20\.00 monthly[\s\S]*600[\s\S]*50%/);
+    const projects = (await adminRequest(deployment, 'GET', '/admin/v1/projects')).body.data;
+    expect(projects).toEqual([expect.objectContaining({ name: 'checkout team', budget_usd: 20, budget_period: 'monthly', rpm: 600, alerts: [{ threshold_percent: 50, webhook_url: 'http://127.0.0.1:9/team' }] })]);
+
     // A narrow screen: the navigation wraps and tables scroll sideways inside their region.
     await page.setViewportSize({ width: 390, height: 844 });
     await page.getByRole('link', { name: 'API keys' }).click();

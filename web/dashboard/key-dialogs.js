@@ -6,7 +6,7 @@ import { Dialog } from './ui.js';
 const blank = { name: '', budget_usd: '', budget_period: 'monthly', rpm: '', tpm: '', max_concurrent: '', allowed_models: '', expires_at: '', project_id: '', alerts: '' };
 
 /** Alerts as the form shows them: one "percent=webhook URL" per line. */
-const alertLines = (alerts) => (alerts ?? []).map((alert) => `${alert.threshold_percent}=${alert.webhook_url}`).join('\n');
+export const alertLines = (alerts) => (alerts ?? []).map((alert) => `${alert.threshold_percent}=${alert.webhook_url}`).join('\n');
 
 function formValues(key) {
   if (!key) return blank;
@@ -17,7 +17,7 @@ function formValues(key) {
   };
 }
 
-function parseAlerts(text) {
+export function parseAlerts(text) {
   return text.split('\n').map((line) => line.trim()).filter(Boolean).map((line) => {
     const match = /^(\d+)\s*%?\s*=\s*(\S+)$/.exec(line);
     if (!match) throw new Error(`Alert lines look like 80=https://hooks.example/budget; “${line}” does not.`);
