@@ -1,3 +1,4 @@
+import { alertMonitorFromEnvironment } from './shared/alerts/alert-monitor.js';
 import type { TemplatedApp } from 'uWebSockets.js';
 import { Dashboard, dashboardPort } from './ingress/dashboard/dashboard.js';
 import { startIngress, type IngressContext, type RunningIngress } from './ingress/server.js';
@@ -53,7 +54,8 @@ export async function startEmbeddedGateway(options: EmbeddedOptions = {}): Promi
   const client = new ProviderClient();
   const dashboard = new Dashboard({ port: dashboardPort(environment), host: config.host, logger });
   const responseEvents = openResponseEventLog(config, readScaleOutSettings(environment).redisPrefix, logger);
-  await transport.worker.start(createJobHandler({ catalog, client, store, counters, logger, workerId: transport.worker.workerId }), { concurrency: config.workerConcurrency });
+  const alerts = alertMonitorFromEnvironment(store, logger, environment, admin.token);
+  await transport.worker.start(createJobHandler({ catalog, client, store, counters, logger, workerId: transport.worker.workerId, alerts }), { concurrency: config.workerConcurrency });
   const ingress = await startIngress({
     port: config.port,
     host: config.host,

@@ -15,7 +15,7 @@ interface Pair {
   a: Counters;
   b: Counters;
 }
-type Make = (opts: { spendSource: SpendSource; reservationTtlMs?: number }) => Pair;
+type Make = (opts: { spendSource: SpendSource; projectSpendSource?: SpendSource; reservationTtlMs?: number }) => Pair;
 interface Backend {
   make: Make;
   close(): Promise<void>;
@@ -311,6 +311,62 @@ function conformance(name: string, backend: () => Promise<Backend>): void {
       await b.reset(key);
       ok(await a.admit(req(key, l, { reserve: 800 })));
       expect(reasonOf(await b.admit(req(key, l, { reserve: 0 })))).toBe('rate_limited');
+    });
+
+    describe('projects (a second level reserved in the same step)', () => {
+      const inProject = (input: AdmissionInput, projectId: string, l: KeyLimits): AdmissionInput => ({ ...input, project: { id: projectId, limits: l } });
+      const levelOf = (a: Admission) => (a.ok ? 'ok' : a.level);
+
+      it("never lets a burst over several keys and both instances reserve past the project's budget", async () => {
+        const p = make({ spendSource: zero, projectSpendSource: zero });
+        const project = newKey();
+        const keys = [newKey(), newKey(), newKey(), newKey()];
+        const pl = limits({ budgetNanos: 10_000 });
+        let i = 0;
+        const res = await burst(p, 200, () => inProject(req(keys[i++ % keys.length]!, limits({ budgetNanos: 1_000_000 }), { reserve: 1000 }), project, pl));
+        expect(res.filter((r) => r.ok)).toHaveLength(10);
+        for (const r of res.filter((x) => !x.ok)) expect([reasonOf(r), levelOf(r)]).toEqual(['budget_exceeded', 'project']);
+      });
+
+      it('reserves at both levels or at neither, and settles both', async () => {
+        const { a, b } = make({ spendSource: zero, projectSpendSource: zero });
+        const project = newKey();
+        const [k1, k2] = [newKey(), newKey()];
+        const pl = limits({ budgetNanos: 1000, rpm: 3 });
+        const small = limits({ budgetNanos: 500 });
+        // The key refuses: the project keeps nothing of it.
+        expect([reasonOf(await a.admit(inProject(req(k1, small, { reserve: 600 }), project, pl))), levelOf(await a.admit(inProject(req(k1, small, { reserve: 600 }), project, pl)))]).toEqual(['budget_exceeded', 'key']);
+        const r1 = ok(await a.admit(inProject(req(k1, small, { reserve: 500 }), project, pl)));
+        // The project refuses (its budget): the key keeps nothing of it either.
+        expect(levelOf(await b.admit(inProject(req(k2, limits({}), { reserve: 600 }), project, pl)))).toBe('project');
+        const r2 = ok(await b.admit(inProject(req(k2, limits({}), { reserve: 500 }), project, pl)));
+        // rpm 3 at the project: the third request of the minute fits, the fourth does not.
+        const third = await a.admit(inProject(req(k2, limits({}), { reserve: 0 }), project, pl));
+        expect(third.ok).toBe(true);
+        const fourth = await a.admit(inProject(req(k1, limits({}), { reserve: 0 }), project, pl));
+        expect([reasonOf(fourth), levelOf(fourth)]).toEqual(['rate_limited', 'project']);
+        expect(fourth.rateLimit).toMatchObject({ limitRequests: 3, remainingRequests: 0 });
+        // Settling r1 to 100 frees 400 at both levels: 400 more fits in the project, 401 does not.
+        await b.settle({ keyId: k1, reservationId: r1, costNanos: 100, tokens: 10, budgetPeriod: 'none', project: { id: project, budgetPeriod: 'none' }, now: T0 });
+        const wider = limits({ budgetNanos: 1000 });
+        expect(levelOf(await a.admit(inProject(req(k2, limits({}), { reserve: 401, now: T0 + 61_000 }), project, wider)))).toBe('project');
+        const r3 = ok(await a.admit(inProject(req(k2, limits({}), { reserve: 400, now: T0 + 61_000 }), project, wider)));
+        await a.settle({ keyId: k2, reservationId: r2, costNanos: 500, tokens: 10, budgetPeriod: 'none', project: { id: project, budgetPeriod: 'none' }, now: T0 });
+        await a.settle({ keyId: k2, reservationId: r3, costNanos: 400, tokens: 10, budgetPeriod: 'none', project: { id: project, budgetPeriod: 'none' }, now: T0 });
+        // The project has spent exactly its budget; key k1 has spent 100 of its 500.
+        expect(levelOf(await b.admit(inProject(req(k1, small, { reserve: 1, now: T0 + 61_000 }), project, wider)))).toBe('project');
+        ok(await b.admit(req(k1, small, { reserve: 400, now: T0 + 61_000 })));
+      });
+
+      it("seeds a project's period spend from its own source", async () => {
+        const seen: string[] = [];
+        const p = make({ spendSource: zero, projectSpendSource: async (id) => (seen.push(id), 900) });
+        const project = newKey();
+        const pl = limits({ budgetNanos: 1000, budgetPeriod: 'daily' });
+        expect(levelOf(await p.a.admit(inProject(req(newKey(), limits({}), { reserve: 101 }), project, pl)))).toBe('project');
+        ok(await p.b.admit(inProject(req(newKey(), limits({}), { reserve: 100 }), project, pl)));
+        expect(seen[0]).toBe(project);
+      });
     });
   });
 }

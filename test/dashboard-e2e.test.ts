@@ -104,6 +104,8 @@ describe.runIf(haveChromium)('dashboard in Chromium', () => {
     await dialog().getByLabel('Budget (USD)').fill('5');
     await dialog().getByLabel('Requests per minute').fill('60');
     await dialog().getByLabel('Tokens per minute').fill('100000');
+    await dialog().getByLabel('Allowed models').fill('svc/alpha, svc/b*');
+    await dialog().getByLabel('Budget alerts').fill('80=http://127.0.0.1:9/budget\n100=http://127.0.0.1:9/budget');
     await dialog().getByRole('button', { name: 'Create key' }).click();
     const secretField = dialog().getByLabel('Secret key');
     await secretField.waitFor();
@@ -114,6 +116,8 @@ describe.runIf(haveChromium)('dashboard in Chromium', () => {
     await dialog().getByRole('button', { name: 'I have stored the key' }).click();
     await row('checkout service').waitFor();
     expect(await page.content()).not.toContain(secret);
+    const governed = (await adminRequest(deployment, 'GET', '/admin/v1/keys')).body.data.find((key: { name: string }) => key.name === 'checkout service');
+    expect(governed).toMatchObject({ allowed_models: ['svc/alpha', 'svc/b*'], alerts: [{ threshold_percent: 80, webhook_url: 'http://127.0.0.1:9/budget' }, { threshold_percent: 100, webhook_url: 'http://127.0.0.1:9/budget' }] });
 
     // Use it through the API, against the provider double.
     const response = await chat(deployment, secret, { model: 'svc/alpha', messages: hello });
@@ -199,6 +203,20 @@ describe.runIf(haveChromium)('dashboard in Chromium', () => {
     expect(await row('svc/alpha').innerText()).toMatch(/double[\s\S]*32,768[\s\S]*\$1\.00[\s\S]*\$2\.00[\s\S]*Yes/);
     expect(await row('svc/nokey').innerText()).toContain('No');
     await shoot('models.png');
+
+    // Projects: a shared budget, limits and alerts for several keys.
+    await page.getByRole('link', { name: 'Projects' }).click();
+    await heading('Projects');
+    await page.getByRole('button', { name: 'Create project' }).first().click();
+    await dialog().getByLabel('Project name').fill('checkout team');
+    await dialog().getByLabel('Project budget (USD)').fill('20');
+    await dialog().getByLabel('Project requests per minute').fill('600');
+    await dialog().getByLabel('Project budget alerts').fill('50=http://127.0.0.1:9/team');
+    await dialog().getByRole('button', { name: 'Create project' }).click();
+    await row('checkout team').waitFor();
+    expect(await row('checkout team').innerText()).toMatch(/\$20\.00 monthly[\s\S]*600[\s\S]*50%/);
+    const projects = (await adminRequest(deployment, 'GET', '/admin/v1/projects')).body.data;
+    expect(projects).toEqual([expect.objectContaining({ name: 'checkout team', budget_usd: 20, budget_period: 'monthly', rpm: 600, alerts: [{ threshold_percent: 50, webhook_url: 'http://127.0.0.1:9/team' }] })]);
 
     // A narrow screen: the navigation wraps and tables scroll sideways inside their region.
     await page.setViewportSize({ width: 390, height: 844 });

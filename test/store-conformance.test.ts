@@ -531,6 +531,85 @@ function storeConformance(name: string, makeTarget: () => StoreTarget): void {
       });
     });
 
+    describe('governance (migration 6)', () => {
+      it('keeps allowed models, expiry, project and alerts on keys, patchable and clearable', async () => {
+        const store = await open();
+        const key = await store.createKey(newKey({ allowedModels: ['svc/alpha', 'svc/claude-*'], expiresAt: '2027-01-01T01:00:00+01:00', projectId: 'proj_1', alerts: [{ thresholdPercent: 50, webhookUrl: 'http://127.0.0.1:1/hook' }] }));
+        expect(key).toMatchObject({ allowedModels: ['svc/alpha', 'svc/claude-*'], expiresAt: '2027-01-01T00:00:00.000Z', projectId: 'proj_1', alerts: [{ thresholdPercent: 50, webhookUrl: 'http://127.0.0.1:1/hook' }] });
+        const plain = await store.createKey(newKey());
+        expect(plain).toMatchObject({ allowedModels: null, expiresAt: null, projectId: null, alerts: [] });
+        const patched = await store.updateKey(key.id, { allowedModels: null, expiresAt: null, projectId: null, alerts: [] });
+        expect(patched).toMatchObject({ allowedModels: null, expiresAt: null, projectId: null, alerts: [], name: key.name });
+      });
+
+      it('creates, lists, patches and deletes projects, detaching their keys', async () => {
+        const store = await open();
+        const project = await store.createProject({ id: 'proj_a', name: 'A', budgetUsd: 2.5, budgetPeriod: 'daily', rpm: 10, tpm: null, alerts: [], createdAt: '2026-11-22T03:00:00.000Z' });
+        expect(await store.getProject('proj_a')).toEqual(project);
+        expect(await store.listProjects()).toEqual([project]);
+        const patched = await store.updateProject('proj_a', { budgetUsd: null, tpm: 100, alerts: [{ thresholdPercent: 80, webhookUrl: 'http://x.test/' }] });
+        expect(patched).toMatchObject({ name: 'A', budgetUsd: null, tpm: 100, rpm: 10, alerts: [{ thresholdPercent: 80, webhookUrl: 'http://x.test/' }] });
+        const key = await store.createKey(newKey({ projectId: 'proj_a' }));
+        expect(await store.deleteProject('proj_a')).toBe(true);
+        expect(await store.deleteProject('proj_a')).toBe(false);
+        expect((await store.getKey(key.id))?.projectId).toBeNull();
+      });
+
+      it("sums a project's spend over its keys since a time", async () => {
+        const store = await open();
+        await store.createProject({ id: 'proj_s', name: 'S', budgetUsd: 1, budgetPeriod: 'none', rpm: null, tpm: null, alerts: [], createdAt: '2026-11-22T03:00:00.000Z' });
+        const a = await store.createKey(newKey({ projectId: 'proj_s' }));
+        const b = await store.createKey(newKey({ projectId: 'proj_s' }));
+        const outside = await store.createKey(newKey());
+        await store.recordUsage(entry({ id: 'g1', keyId: a.id, costNanos: 7 }));
+        await store.recordUsage(entry({ id: 'g2', keyId: b.id, costNanos: 11, createdAt: '2026-11-23T00:00:00.000Z' }));
+        await store.recordUsage(entry({ id: 'g3', keyId: outside.id, costNanos: 1000 }));
+        expect(await store.projectSpentNanosSince('proj_s', '1970-01-01T00:00:00.000Z')).toBe(18);
+        expect(await store.projectSpentNanosSince('proj_s', '2026-11-23T00:00:00.000Z')).toBe(11);
+      });
+
+      it('claims an alert delivery once per subject, threshold, webhook and period', async () => {
+        const store = await open();
+        const delivery = { id: 'alert_1', subjectKind: 'key' as const, subjectId: 'key_x', thresholdPercent: 50, webhookUrl: 'http://h.test/', periodStart: '2026-11-22T00:00:00.000Z', status: 'pending', attempts: 0, lastStatus: null, lastError: null, createdAt: '2026-11-22T03:00:00.000Z', deliveredAt: null };
+        expect(await store.claimAlertDelivery(delivery)).toBe(true);
+        expect(await store.claimAlertDelivery({ ...delivery, id: 'alert_2' })).toBe(false);
+        expect(await store.claimAlertDelivery({ ...delivery, id: 'alert_3', periodStart: '2026-11-23T00:00:00.000Z' })).toBe(true);
+        await store.updateAlertDelivery('alert_1', { status: 'delivered', attempts: 2, lastStatus: 200, lastError: null, deliveredAt: '2026-11-22T03:00:01.000Z' });
+        const listed = await store.listAlertDeliveries({ subjectId: 'key_x' });
+        expect(listed.map((d) => d.id).sort()).toEqual(['alert_1', 'alert_3']);
+        expect(listed.find((d) => d.id === 'alert_1')).toMatchObject({ status: 'delivered', attempts: 2, lastStatus: 200, deliveredAt: '2026-11-22T03:00:01.000Z' });
+      });
+
+      it('adds refused counts and sums them per key, model and status', async () => {
+        const store = await open();
+        await store.addRefusedCounts([{ day: '2026-11-21', keyId: 'k1', model: 'svc/a', status: 429, count: 2 }, { day: '2026-11-22', keyId: 'k1', model: 'svc/a', status: 429, count: 3 }]);
+        await store.addRefusedCounts([{ day: '2026-11-22', keyId: 'k1', model: 'svc/a', status: 429, count: 4 }, { day: '2026-11-22', keyId: 'k2', model: '', status: 401, count: 1 }]);
+        expect(await store.queryRefusedCounts({})).toEqual([{ keyId: 'k1', model: 'svc/a', status: 429, count: 9 }, { keyId: 'k2', model: '', status: 401, count: 1 }]);
+        expect(await store.queryRefusedCounts({ keyId: 'k1', since: '2026-11-22T00:00:00.000Z' })).toEqual([{ keyId: 'k1', model: 'svc/a', status: 429, count: 7 }]);
+      });
+
+      it('imports keys, projects and ledger records idempotently', async () => {
+        const source = await open();
+        const key = await source.createKey(newKey({ allowedModels: ['svc/*'], projectId: 'proj_i' }));
+        await source.recordUsage(entry({ id: 'imp1', keyId: key.id, costNanos: 123 }));
+        await source.revokeKey(key.id, '2026-11-22T05:00:00.000Z');
+        const project = await source.createProject({ id: 'proj_i', name: 'I', budgetUsd: null, budgetPeriod: 'none', rpm: null, tpm: null, alerts: [], createdAt: '2026-11-22T03:00:00.000Z' });
+        const [record] = await source.listKeys();
+        const ledger = await source.listLedger({});
+        const target = await open();
+        for (let round = 0; round < 2; round++) {
+          await target.importProject(project);
+          await target.importKey(record!);
+          expect(await target.importLedger(ledger)).toBe(round === 0 ? 1 : 0);
+          await target.rebuildUsageRollups();
+        }
+        expect(await target.listKeys()).toEqual([record]);
+        expect(await target.listProjects()).toEqual([project]);
+        expect(await target.listLedger({})).toEqual(ledger);
+        expect(await target.queryUsage({ keyId: key.id })).toEqual(await source.queryUsage({ keyId: key.id }));
+      });
+    });
+
     describe('migrations', () => {
       it('run again on an open store and on reopening, keeping data', async () => {
         const db = target.fresh();

@@ -2,6 +2,8 @@ import { adminCall, CliError, DEFAULT_URL, resolveConnection, type Connection } 
 import { numberOrNone, parseCommandLine, type Options } from './arguments.js';
 import { count, orDash, table, time, usd, type Column } from './format.js';
 import type { UsageRow } from '../shared/store/store.js';
+import { alertsCommand, governanceHelp, governanceRows, keyGovernanceBody, keyGovernanceOptions, projectsCommand, refusedCommand } from './governance-command.js';
+import { migrateCommand, migrateHelp } from './migrate-command.js';
 import { requestsCommand, requestsHelp } from './requests-command.js';
 
 // `switchboard`: manage keys and read usage of a running gateway through its admin API.
@@ -29,6 +31,10 @@ Usage
 
 ${requestsHelp}
 
+${governanceHelp}
+
+${migrateHelp}
+
 Options
   --json                Print the admin API's JSON instead of a table.
   --url URL             The gateway (default: SWITCHBOARD_URL, else ${DEFAULT_URL}).
@@ -50,6 +56,7 @@ const keyFields = {
   rpm: { type: 'string' },
   tpm: { type: 'string' },
   'max-concurrent': { type: 'string' },
+  ...keyGovernanceOptions,
 } as const satisfies Options;
 
 interface ApiKey {
@@ -66,6 +73,10 @@ interface ApiKey {
   revoked_at: string | null;
   last_used_at: string | null;
   status: string;
+  allowed_models?: string[] | null;
+  expires_at?: string | null;
+  project_id?: string | null;
+  alerts?: Array<{ threshold_percent: number; webhook_url: string }>;
   key?: string;
 }
 
@@ -88,7 +99,8 @@ function keyBody(values: Record<string, unknown>, forUpdate: boolean): Record<st
   if (rpm !== undefined) body.rpm = rpm;
   if (tpm !== undefined) body.tpm = tpm;
   if (concurrent !== undefined) body.max_concurrent = concurrent;
-  if (forUpdate && Object.keys(body).length === 0) throw new CliError('nothing to update: give at least one of --name, --budget, --period, --rpm, --tpm, --max-concurrent');
+  Object.assign(body, keyGovernanceBody(values as Parameters<typeof keyGovernanceBody>[0]));
+  if (forUpdate && Object.keys(body).length === 0) throw new CliError('nothing to update: give at least one of --name, --budget, --period, --rpm, --tpm, --max-concurrent, --models, --expires, --project, --alert');
   return body;
 }
 
@@ -112,6 +124,7 @@ function describeKey(key: ApiKey): string {
     ['created', time(key.created_at)],
     ['last used', time(key.last_used_at)],
     ['revoked', time(key.revoked_at)],
+    ...governanceRows(key),
   ];
   const width = Math.max(...rows.map(([label]) => label.length));
   return rows.map(([label, value]) => `${`${label}:`.padEnd(width + 1)} ${value}`).join('\n');
@@ -245,7 +258,17 @@ export async function main(argv: string[], environment: NodeJS.ProcessEnv = proc
         await keysCommand(rest, environment, io);
         break;
       case 'usage':
-        await usageCommand(rest, environment, io);
+        if (rest[0] === 'refused') await refusedCommand(rest.slice(1), environment, io, HELP);
+        else await usageCommand(rest, environment, io);
+        break;
+      case 'projects':
+        await projectsCommand(rest, environment, io, HELP);
+        break;
+      case 'alerts':
+        await alertsCommand(rest, environment, io, HELP);
+        break;
+      case 'migrate':
+        await migrateCommand(rest, environment, io, HELP);
         break;
       case 'requests':
         await requestsCommand(rest, environment, io, HELP);

@@ -7,10 +7,13 @@ import { GatewayError } from '../shared/errors.js';
 import { generateApiKey } from '../shared/keys/api-key.js';
 import type { KeyPatch, KeyRecord, NewKey, Store } from '../shared/store/store.js';
 import { maxQueryTextLength, publicRequest, requestsQuery, usageQuery, validate } from './admin-query.js';
+import { existingProject, keyGovernanceFields, projectRoutes, publicAlerts, toAlerts } from './admin-governance.js';
 import { AdminTokenGuard } from './admin-token-guard.js';
+import { keyExpired } from './authenticate.js';
 import { replyJson, type ReplyState } from './http-reply.js';
-import type { KeyDirectory } from './key-directory.js';
+import { projectChangeId, type KeyDirectory } from './key-directory.js';
 import type { RouteWrapper } from './pipeline/request-wrapper.js';
+import type { RefusalCounts } from './refusal-counts.js';
 
 // The admin API (bearer SWITCHBOARD_ADMIN_TOKEN): keys and usage. The CLI and the dashboard use it.
 
@@ -22,6 +25,8 @@ export interface AdminDependencies {
   logger: Logger;
   /** Tells other ingress instances that a key changed (scaled out); a no-op in one process. */
   announceKeyChange?: (publicId: string) => void | Promise<void>;
+  /** This process's refusal counts: flushed before /usage/refused answers, so its own are current. */
+  refusals?: RefusalCounts;
   /** Made on first use by adminTokenGuard(), so the bearer API and the dashboard share one. */
   tokenGuard?: AdminTokenGuard;
 }
@@ -39,8 +44,9 @@ const keyFields = {
   rpm: nullablePositiveInt,
   tpm: nullablePositiveInt,
   max_concurrent: nullablePositiveInt,
+  ...keyGovernanceFields,
 };
-const createSchema = z.object({ ...keyFields, budget_usd: keyFields.budget_usd.optional(), budget_period: keyFields.budget_period.optional(), rpm: nullablePositiveInt.optional(), tpm: nullablePositiveInt.optional(), max_concurrent: nullablePositiveInt.optional() }).strict();
+const createSchema = z.object(keyFields).partial().required({ name: true }).strict();
 const patchSchema = z.object(keyFields).partial().strict();
 export function publicKey(record: KeyRecord): Record<string, unknown> {
   return {
@@ -57,7 +63,11 @@ export function publicKey(record: KeyRecord): Record<string, unknown> {
     created_at: record.createdAt,
     revoked_at: record.revokedAt,
     last_used_at: record.lastUsedAt,
-    status: record.revokedAt ? 'revoked' : 'active',
+    allowed_models: record.allowedModels,
+    expires_at: record.expiresAt,
+    project_id: record.projectId,
+    alerts: publicAlerts(record.alerts),
+    status: record.revokedAt ? 'revoked' : keyExpired(record) ? 'expired' : 'active',
   };
 }
 
@@ -69,6 +79,10 @@ function toPatch(body: z.infer<typeof patchSchema>): KeyPatch {
   if (body.rpm !== undefined) patch.rpm = body.rpm;
   if (body.tpm !== undefined) patch.tpm = body.tpm;
   if (body.max_concurrent !== undefined) patch.maxConcurrent = body.max_concurrent;
+  if (body.allowed_models !== undefined) patch.allowedModels = body.allowed_models;
+  if (body.expires_at !== undefined) patch.expiresAt = body.expires_at === null ? null : new Date(body.expires_at).toISOString();
+  if (body.project_id !== undefined) patch.projectId = body.project_id;
+  if (body.alerts !== undefined) patch.alerts = toAlerts(body.alerts);
   return patch;
 }
 
@@ -135,21 +149,19 @@ export function adminRoutes(dependencies: AdminDependencies): AdminRoute[] {
 
   route('post', '/keys', async ({ body }) => {
     const input = validate(createSchema, body);
-    return issueKey({
-      name: input.name,
-      budgetUsd: input.budget_usd ?? null,
-      budgetPeriod: input.budget_period ?? 'none',
-      rpm: input.rpm ?? null,
-      tpm: input.tpm ?? null,
-      maxConcurrent: input.max_concurrent ?? null,
-    });
+    if (input.project_id) await existingProject(store, input.project_id, 'project_id');
+    const { name: _name, ...rest } = toPatch(input);
+    return issueKey({ name: input.name, budgetPeriod: 'none', ...rest });
   }, true);
 
   // Rotation: a twin with the same name, budget and limits; the old key stays valid until revoked.
   route('post', '/keys/:id/rotate', async ({ parameter }) => {
     const old = await existingKey(parameter);
     if (old.revokedAt) throw new GatewayError('invalid_value', 'This key is revoked; create a new key instead of rotating it.', { param: 'id' });
-    return issueKey({ name: old.name, budgetUsd: old.budgetUsd, budgetPeriod: old.budgetPeriod, rpm: old.rpm, tpm: old.tpm, maxConcurrent: old.maxConcurrent });
+    return issueKey({
+      name: old.name, budgetUsd: old.budgetUsd, budgetPeriod: old.budgetPeriod, rpm: old.rpm, tpm: old.tpm, maxConcurrent: old.maxConcurrent,
+      allowedModels: old.allowedModels, expiresAt: old.expiresAt, projectId: old.projectId, alerts: old.alerts,
+    });
   });
 
   route('get', '/keys', async () => [200, { object: 'list', data: (await store.listKeys()).map(publicKey) }]);
@@ -157,7 +169,9 @@ export function adminRoutes(dependencies: AdminDependencies): AdminRoute[] {
 
   route('patch', '/keys/:id', async ({ parameter, body }) => {
     await existingKey(parameter);
-    const record = (await store.updateKey(parameter, toPatch(validate(patchSchema, body))))!;
+    const patch = toPatch(validate(patchSchema, body));
+    if (patch.projectId) await existingProject(store, patch.projectId, 'project_id');
+    const record = (await store.updateKey(parameter, patch))!;
     await keyChanged(record);
     return [200, publicKey(record)];
   }, true);
@@ -169,6 +183,20 @@ export function adminRoutes(dependencies: AdminDependencies): AdminRoute[] {
     await keyChanged(record);
     dependencies.logger.info({ keyId: record.id }, 'key revoked');
     return [200, publicKey(record)];
+  });
+
+  projectRoutes(route, store, async (projectId) => {
+    keys.invalidate(projectChangeId(projectId));
+    await dependencies.announceKeyChange?.(projectChangeId(projectId));
+  });
+
+  // Refused requests (401 by a named key, 402, 403, 429) per key, model and status; no ledger rows.
+  route('get', '/usage/refused', async ({ query }) => {
+    const filter = usageQuery(query);
+    await dependencies.refusals?.flush();
+    const rows = await store.queryRefusedCounts({ keyId: filter.keyId, since: filter.since, until: filter.until });
+    const data = rows.filter((row) => filter.model === undefined || row.model === filter.model).map((row) => ({ key_id: row.keyId, model: row.model || null, status: row.status, count: row.count }));
+    return [200, { object: 'list', data }];
   });
 
   route('get', '/usage', async ({ query }) => [200, { object: 'list', data: await store.queryUsage(usageQuery(query)) }]);

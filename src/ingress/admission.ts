@@ -3,7 +3,9 @@ import type { Counters, RateLimitState } from '../shared/counters/counters.js';
 import { GatewayError, invalidApiKey } from '../shared/errors.js';
 import type { InternalRequest } from '../shared/internal/request.js';
 import { usdToNanos } from '../shared/pricing.js';
-import type { KeyRecord } from '../shared/store/store.js';
+import type { ProjectCharge } from '../shared/counters/counters.js';
+import type { KeyRecord, ProjectRecord } from '../shared/store/store.js';
+import { projectAdmission, projectCharge, projectNeedsTokens, projectRefusal } from './project-admission.js';
 import { countPromptTokens } from '../shared/token-counter.js';
 import { affordableCeiling, clampCandidates, DEFAULT_MIN_OUTPUT_TOKENS, fitThinkingBudget, minimumCeiling, reservationFor, type Reservation } from './output-clamp.js';
 
@@ -19,6 +21,8 @@ export interface AdmittedRequest {
   reservationId: string;
   reservedNanos: number;
   headers: Array<[string, string]>;
+  /** The key's project, reserved against too: the job settles at both levels. */
+  project?: ProjectCharge;
 }
 
 function duration(seconds: number): string {
@@ -50,13 +54,28 @@ function askedCeiling(request: InternalRequest, targets: ModelEntry[]): number {
 export interface AdmissionOptions {
   /** Output tokens below which a budget no longer clamps a request but refuses it. */
   minOutputTokens?: number;
+  /** The key's project: its limits are checked and reserved in the same atomic call. */
+  project?: ProjectRecord | null;
+}
+
+/**
+ * What is left to clamp against: the tighter of the key's budget and its project's (an all-time
+ * budget's spend is on the key record, perhaps a moment old, so perhaps too high a figure: the
+ * counters still decide; a period's starts from the whole budget). Null when neither has a budget.
+ */
+function budgetLeft(key: KeyRecord, project: ProjectRecord | null): number | null {
+  let left: number | null = null;
+  if (key.budgetUsd !== null) left = usdToNanos(key.budgetUsd) - (key.budgetPeriod === 'none' ? usdToNanos(key.spentUsd) : 0);
+  if (project?.budgetUsd != null) left = Math.min(left ?? Infinity, usdToNanos(project.budgetUsd));
+  return left === null ? null : Math.max(0, left);
 }
 
 /** The response header that tells a client its max tokens was lowered to fit the budget. */
 export const CLAMPED_HEADER = 'x-switchboard-max-tokens-clamped';
 
 export async function admitRequest(counters: Counters, key: KeyRecord, request: InternalRequest, targets: ModelEntry[], requestId: string, options: AdmissionOptions = {}): Promise<AdmittedRequest> {
-  const needsTokens = key.tpm !== null || key.budgetUsd !== null;
+  const project = options.project ?? null;
+  const needsTokens = key.tpm !== null || key.budgetUsd !== null || projectNeedsTokens(project);
   const promptTokens = needsTokens ? countPromptTokens(request) : 0;
   const choices = request.n;
   const budgetNanos = key.budgetUsd === null ? null : usdToNanos(key.budgetUsd);
@@ -69,14 +88,13 @@ export async function admitRequest(counters: Counters, key: KeyRecord, request: 
       tokens: needsTokens ? reservation.tokens : 0,
       reserveNanos: needsTokens ? reservation.reserveNanos : 0,
       now: Date.now(),
+      ...projectAdmission(project),
     });
   let reservation = reservationFor(targets, promptTokens, choices, full);
   let admission = await admit(reservation);
-  if (!admission.ok && admission.reason === 'budget_exceeded' && budgetNanos !== null) {
-    // An all-time budget's spend is on the key record (perhaps a moment old, so perhaps too low:
-    // the counters still decide); a period's starts from the whole budget.
-    const spent = key.budgetPeriod === 'none' ? usdToNanos(key.spentUsd) : 0;
-    const affordable = affordableCeiling(targets, promptTokens, choices, Math.max(0, budgetNanos - spent));
+  const left = budgetLeft(key, project);
+  if (!admission.ok && admission.reason === 'budget_exceeded' && left !== null) {
+    const affordable = affordableCeiling(targets, promptTokens, choices, left);
     for (const ceiling of clampCandidates(full, minimumCeiling(request, options.minOutputTokens ?? DEFAULT_MIN_OUTPUT_TOKENS), affordable)) {
       const lower = reservationFor(targets, promptTokens, choices, ceiling);
       const retry = await admit(lower);
@@ -102,9 +120,10 @@ export async function admitRequest(counters: Counters, key: KeyRecord, request: 
   const headers = rateLimitHeaders(admission.rateLimit);
   if (admission.ok) {
     if (reservation.ceiling < full) headers.push([CLAMPED_HEADER, String(reservation.ceiling)]);
-    return { reservationId: admission.reservationId, reservedNanos: needsTokens ? reserveNanos : 0, headers };
+    return { reservationId: admission.reservationId, reservedNanos: needsTokens ? reserveNanos : 0, headers, project: projectCharge(project) };
   }
   if (admission.reason === 'revoked') throw invalidApiKey();
+  if (admission.level === 'project' && project) throw projectRefusal(project, admission, { reserveNanos, tokens }, headers, usd);
   const retryAfterSeconds = admission.retryAfterSeconds;
   if (admission.reason === 'budget_exceeded') {
     const period = key.budgetPeriod === 'none' ? 'total' : key.budgetPeriod;

@@ -1,5 +1,6 @@
 import { findModel, type Catalog, type ModelEntry, type ModelPricing } from '../shared/catalog/catalog-types.js';
 import { GatewayError } from '../shared/errors.js';
+import { modelAllowed } from '../shared/keys/model-allow-list.js';
 import { cacheReadPrice, cacheWrite1hPrice, cacheWritePrice, reasoningPrice, usdPerTokenString } from '../shared/pricing.js';
 
 /**
@@ -24,15 +25,17 @@ function modelObject(catalog: Catalog, model: ModelEntry): Record<string, unknow
   };
 }
 
-export function modelsListBody(catalog: Catalog): string {
-  return JSON.stringify({ object: 'list', data: [...catalog.models.values()].map((model) => modelObject(catalog, model)) });
+/** The list a key sees: only the models its allow-list admits (every model for null). */
+export function modelsListBody(catalog: Catalog, allowedModels: readonly string[] | null = null): string {
+  const models = [...catalog.models.values()].filter((model) => modelAllowed(allowedModels, model.id));
+  return JSON.stringify({ object: 'list', data: models.map((model) => modelObject(catalog, model)) });
 }
 
 /**
  * GET /v1/models/{model}: the model's list entry, found by id or alias (an alias answers with the
  * model it names). The id may arrive percent-encoded (the OpenAI clients encode its slash) or not.
  */
-export function modelBody(catalog: Catalog, url: string): string {
+export function modelBody(catalog: Catalog, url: string, allowedModels: readonly string[] | null = null): string {
   const raw = url.slice('/v1/models/'.length);
   let name: string;
   try {
@@ -42,6 +45,7 @@ export function modelBody(catalog: Catalog, url: string): string {
   }
   const model = findModel(catalog, name);
   if (!model) throw new GatewayError('model_not_found', `The model \`${name}\` does not exist. GET /v1/models lists the models this gateway serves.`, { param: 'model' });
+  if (!modelAllowed(allowedModels, model.id)) throw new GatewayError('model_not_allowed', `This API key may not use the model \`${model.id}\`. GET /v1/models lists the models it may use.`, { param: 'model' });
   return JSON.stringify(modelObject(catalog, model));
 }
 

@@ -11,9 +11,10 @@ import { replyJson } from './http-reply.js';
 import { JobRouter } from './job-router.js';
 import { KeyDirectory } from './key-directory.js';
 import { modelBody, modelsListBody } from './models-route.js';
+import { RefusalCounts } from './refusal-counts.js';
 import { InflightBodyBudget } from './pipeline/inflight-body-budget.js';
 import { keepProcessAliveOnHandlerErrors } from './pipeline/process-safety.js';
-import { createSurfaceHandler, createSurfaceJsonHandler, surfaceRouteOptions } from './pipeline/request-pipeline.js';
+import { countingRefusals, createSurfaceHandler, createSurfaceJsonHandler, surfaceRouteOptions, type RequestParty } from './pipeline/request-pipeline.js';
 import { createRequestWrapper, type RouteHandler, type RouteWrapper } from './pipeline/request-wrapper.js';
 import { chatCompletionsSurface } from './surfaces/chat-completions/chat-surface.js';
 import { createEmbeddingsHandler, embeddingsRouteOptions } from './surfaces/embeddings/embeddings-route.js';
@@ -89,6 +90,7 @@ export async function startIngress(options: IngressOptions): Promise<RunningIngr
   });
   await options.transport.start(router.dispatch);
 
+  const refusals = new RefusalCounts(options.store, options.logger);
   const modelsBody = modelsListBody(options.catalog);
   const authorized = { headers: ['authorization'] } as const;
   const json = (name: string, handler: (authorization: string) => Promise<string>, routeOptions: { headers?: readonly string[] } = {}) => {
@@ -98,12 +100,21 @@ export async function startIngress(options: IngressOptions): Promise<RunningIngr
 
   app.get('/healthz', json('healthz', async () => JSON.stringify({ status: 'ok', uws: build, open_requests: openRequests.size })));
   app.get('/v1/models', json('models', async (authorization) => {
-    await authenticate(keys, authorization);
-    return modelsBody;
+    let body = modelsBody;
+    await countingRefusals(refusals, { keys, credential: authorization }, async () => {
+      const key = await authenticate(keys, authorization);
+      // The whole catalog is rendered once; only keys with an allow-list get their own list.
+      if (key.allowedModels !== null) body = modelsListBody(options.catalog, key.allowedModels);
+    });
+    return body;
   }, authorized));
   app.get('/v1/models/*', route('model', authorized, async ({ res, state, headers, url }) => {
-    await authenticate(keys, headers.authorization ?? '');
-    replyJson(res, state, 200, modelBody(options.catalog, url));
+    const party: RequestParty = { keys, credential: headers.authorization ?? '' };
+    await countingRefusals(refusals, party, async () => {
+      const key = await authenticate(keys, party.credential);
+      party.keyId = key.id;
+      replyJson(res, state, 200, modelBody(options.catalog, url, key.allowedModels));
+    });
   }));
   const pipeline = {
     catalog: options.catalog,
@@ -114,6 +125,7 @@ export async function startIngress(options: IngressOptions): Promise<RunningIngr
     maxQueuedStreamBytes: options.maxQueuedStreamBytes,
     minOutputTokens: options.minOutputTokens,
     openRequests,
+    refusals,
   };
   app.post('/v1/chat/completions', route('chat.completions', surfaceRouteOptions(chatCompletionsSurface), createSurfaceHandler(chatCompletionsSurface, pipeline)));
   app.any('/v1/chat/completions', json('chat.completions', async () => {
@@ -125,7 +137,7 @@ export async function startIngress(options: IngressOptions): Promise<RunningIngr
   }));
   const messagesRoute = surfaceRouteOptions(messagesSurface);
   app.post('/v1/messages', route('messages', messagesRoute, createSurfaceHandler(messagesSurface, pipeline)));
-  app.post('/v1/messages/count_tokens', route('messages.count_tokens', messagesRoute, createSurfaceJsonHandler(messagesSurface, keys, (body, headers) => countMessageTokens(options.catalog, body, headers))));
+  app.post('/v1/messages/count_tokens', route('messages.count_tokens', messagesRoute, createSurfaceJsonHandler(messagesSurface, keys, (body, headers, key) => countMessageTokens(options.catalog, body, headers, key.allowedModels))));
   for (const path of ['/v1/messages', '/v1/messages/count_tokens']) {
     app.any(path, route(path, { renderError: messagesRoute.renderError }, () => {
       throw new GatewayError('method_not_allowed', `Use POST for ${path}.`);
@@ -133,7 +145,7 @@ export async function startIngress(options: IngressOptions): Promise<RunningIngr
   }
   const responses = options.responses ?? { log: new MemoryResponseEventLog(), retentionMs: 30 * 86_400_000, purgeIntervalMs: 3_600_000 };
   registerResponsesRoutes(app, { ...responses, pipeline, route, keys, store: options.store, logger: options.logger, cancelJob: (jobId) => options.transport.cancel(jobId) });
-  const admin: AdminDependencies = { store: options.store, counters: options.counters, keys, adminToken: options.adminToken, logger: options.logger, announceKeyChange: options.announceKeyChange };
+  const admin: AdminDependencies = { store: options.store, counters: options.counters, keys, adminToken: options.adminToken, logger: options.logger, announceKeyChange: options.announceKeyChange, refusals };
   registerAdminRoutes(app, admin, route);
   options.extend?.(app, { admin, catalog: options.catalog, route });
   app.any('/*', json('unknown', async () => {
@@ -154,6 +166,7 @@ export async function startIngress(options: IngressOptions): Promise<RunningIngr
       const deadline = Date.now() + deadlineMs;
       while (openRequests.size > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
       if (openRequests.size > 0) options.logger.warn({ open: openRequests.size }, 'drain deadline reached with requests still open');
+      await refusals.close();
       await options.transport.close();
     },
   };

@@ -82,8 +82,15 @@ function ledgerSpend(store: Store) {
   });
 }
 
+/** A project's period spend: the ledger of its keys. */
+function projectLedgerSpend(store: Store) {
+  return (projectId: string, since: string) => store.projectSpentNanosSince(projectId, since).catch((error: unknown) => {
+    throw storeUnavailable(error, "read this key's project spend");
+  });
+}
+
 export function openMemoryCounters(store: Store): Counters {
-  return createMemoryCounters({ spendSource: ledgerSpend(store) });
+  return createMemoryCounters({ spendSource: ledgerSpend(store), projectSpendSource: projectLedgerSpend(store) });
 }
 
 /** The Redis ledger stream of the deployment (records settled but maybe not yet in the store). */
@@ -107,6 +114,7 @@ export function openRedisCounters(redis: Redis, settings: ScaleOutSettings, stor
     redis,
     keyPrefix: new RedisNames(settings.redisPrefix).counters,
     spendSource: ledgerSpend(store),
+    projectSpendSource: projectLedgerSpend(store),
   });
   const guard = <A extends unknown[], R>(what: string, call: (...args: A) => Promise<R>) => async (...args: A): Promise<R> => {
     try {

@@ -15,6 +15,8 @@ export const errorCatalog = {
   not_found: { status: 404, type: 'invalid_request_error' },
   method_not_allowed: { status: 405, type: 'invalid_request_error' },
   model_not_found: { status: 404, type: 'invalid_request_error' },
+  /** The key's allowed_models does not include the model (or a fallback named in the request). */
+  model_not_allowed: { status: 403, type: 'invalid_request_error' },
   provider_not_configured: { status: 503, type: 'server_error' },
   budget_exceeded: { status: 402, type: 'insufficient_quota' },
   rate_limit_exceeded: { status: 429, type: 'rate_limit_error' },

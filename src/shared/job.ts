@@ -2,6 +2,7 @@ import type { EmbeddingsRequest } from './embeddings/embeddings-request.js';
 import type { ErrorDescription } from './errors.js';
 import type { InternalRequest } from './internal/request.js';
 import type { CompletionChoice, FinishDetail, FinishReason, StreamDeltaPart } from './providers/chat-adapter.js';
+import type { ProjectCharge } from './counters/counters.js';
 import type { BudgetPeriod } from './store/store.js';
 import type { Usage } from './usage.js';
 
@@ -21,6 +22,12 @@ export interface CompletionJob {
   reservationId?: string;
   reservedNanos?: number;
   budgetPeriod?: BudgetPeriod;
+  /** The key's project, when admission reserved against it too: settled at both levels. */
+  project?: ProjectCharge;
+  /** Set when the key or its project has budget alerts: the worker checks them after settling. */
+  alerting?: true;
+  /** When the key expires (ISO 8601): a job still queued then is refused before it starts. */
+  keyExpiresAt?: string;
   enqueuedAt: number;
 }
 

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import type { AlertMonitor } from '../shared/alerts/alert-monitor.js';
 import type { Catalog } from '../shared/catalog/catalog-types.js';
 import type { Counters } from '../shared/counters/counters.js';
 import { describeError } from '../shared/errors.js';
@@ -21,6 +22,8 @@ export interface CompletionWorkerDependencies {
   counters: Counters;
   logger: Logger;
   workerId: string;
+  /** Budget alerts, checked after a job of an alerting key is settled. */
+  alerts?: AlertMonitor;
 }
 
 /** Provider usage when reported; otherwise a tokenizer count, marked estimated (never zero). */
@@ -40,7 +43,7 @@ export function createCompletionHandler(dependencies: CompletionWorkerDependenci
   const { catalog, client, store, counters, logger, workerId } = dependencies;
   // One per worker process: every job it runs learns from, and steers by, the same deployment health.
   const health = new DeploymentHealth({ logger });
-  const settleJob = createJobSettler({ counters, store, logger });
+  const settleJob = createJobSettler({ counters, store, logger, alerts: dependencies.alerts });
 
   return async (job: CompletionJob, control: JobControl) => {
     control.publish({ type: 'accepted', worker: workerId });

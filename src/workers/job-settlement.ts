@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import type { AlertMonitor } from '../shared/alerts/alert-monitor.js';
 import type { Counters } from '../shared/counters/counters.js';
 import type { AttemptRecord, QueuedJob } from '../shared/job.js';
 import type { ModelEntry } from '../shared/catalog/catalog-types.js';
@@ -14,6 +15,7 @@ export interface SettlementParts {
   store: Store;
   counters: Counters;
   logger: Logger;
+  alerts?: AlertMonitor;
 }
 
 export type JobSettler = (job: QueuedJob, entry: LedgerEntry, tokens: number) => Promise<void>;
@@ -21,6 +23,12 @@ export type JobSettler = (job: QueuedJob, entry: LedgerEntry, tokens: number) =>
 export function createJobSettler(parts: SettlementParts): JobSettler {
   const settleUsage = createUsageSettler(parts);
   return async (job, entry, tokens) => {
+    await settle(job, entry, tokens);
+    // After the ledger has the cost: the alert check reads the period's spend from the store.
+    if (job.alerting) parts.alerts?.check(job.keyId, job.project?.id);
+  };
+
+  async function settle(job: QueuedJob, entry: LedgerEntry, tokens: number): Promise<void> {
     if (!job.reservationId) {
       // Admission made no reservation: nothing to settle in the counters, only the ledger.
       await parts.store.recordUsage(entry).catch((error: Error) => parts.logger.error({ err: error, jobId: job.id }, 'could not write the usage ledger'));
@@ -32,12 +40,13 @@ export function createJobSettler(parts: SettlementParts): JobSettler {
       costNanos: entry.costNanos,
       tokens,
       budgetPeriod: job.budgetPeriod ?? 'none',
+      project: job.project,
       // The period of the admission, as the ledger row's createdAt: a request admitted before
       // midnight and settled after it is spend of the day it was admitted, in both.
       now: job.enqueuedAt,
       ledger: entry,
     });
-  };
+  }
 }
 
 /** A job's ledger record: the model that served it (if any), priced as the deployment that did. */

@@ -7,10 +7,12 @@ import type { JobControl } from '../shared/transport/transport.js';
 
 // The one check, made just before a queued job starts, that its key may still spend: a key
 // revoked while its jobs waited in the queue must not reach a provider (nor be billed). Admission
-// checked the same at enqueue time; a backlog can be seconds old. Key expiry joins here when keys
-// get one. One Redis read (EXISTS) when scaled out, a Set lookup in the embedded default.
+// checked the same at enqueue time; a backlog can be seconds old. A key that expired while its job
+// waited is refused the same way (the job carries the expiry). One Redis read (EXISTS) when scaled
+// out, a Set lookup in the embedded default.
 
 export async function keyRefusal(counters: Counters, job: QueuedJob): Promise<ErrorDescription | null> {
+  if (job.keyExpiresAt !== undefined && Date.parse(job.keyExpiresAt) <= Date.now()) return describeError(invalidApiKey());
   let revoked: boolean;
   try {
     revoked = await counters.isRevoked(job.keyId);

@@ -1,3 +1,4 @@
+import { alertMonitorFromEnvironment } from '../shared/alerts/alert-monitor.js';
 import { loadCatalog } from '../shared/catalog/catalog-loader.js';
 import { readConfig } from '../shared/config.js';
 import { openLedgerStream, openRedisCounters, openStore, readScaleOutSettings, requireScaleOutServices, startLedgerStreamConsumer } from '../shared/deployment.js';
@@ -38,7 +39,8 @@ async function main(): Promise<void> {
     logger.info({ jobId: job.id, reason }, 'job dropped without running');
     await releaseReservation(counters, job, logger);
   });
-  const handler = createJobHandler({ catalog, client, store, counters, logger, workerId: transport.workerId });
+  const alerts = alertMonitorFromEnvironment(store, logger, environment);
+  const handler = createJobHandler({ catalog, client, store, counters, logger, workerId: transport.workerId, alerts });
   await transport.start(handler, { concurrency: config.workerConcurrency });
   process.stdout.write(`Switchboard worker ${transport.workerId} ready (concurrency ${config.workerConcurrency})\n`);
 

@@ -5,10 +5,12 @@ import { ApiError, currentSession, signIn, signOut, whenSessionEnds } from './ap
 import { html } from './html.js';
 import { KeysPage } from './keys.js';
 import { ModelsPage } from './models.js';
+import { ProjectsPage } from './projects.js';
 import { UsagePage } from './usage.js';
 
 const pages = {
   keys: { title: 'API keys', component: KeysPage },
+  projects: { title: 'Projects', component: ProjectsPage },
   models: { title: 'Models', component: ModelsPage },
   usage: { title: 'Usage', component: UsagePage },
 };

@@ -3,12 +3,26 @@ import { useRef, useState } from '../vendor/hooks.js';
 import { html } from './html.js';
 import { Dialog } from './ui.js';
 
-const blank = { name: '', budget_usd: '', budget_period: 'monthly', rpm: '', tpm: '', max_concurrent: '' };
+const blank = { name: '', budget_usd: '', budget_period: 'monthly', rpm: '', tpm: '', max_concurrent: '', allowed_models: '', expires_at: '', project_id: '', alerts: '' };
+
+/** Alerts as the form shows them: one "percent=webhook URL" per line. */
+export const alertLines = (alerts) => (alerts ?? []).map((alert) => `${alert.threshold_percent}=${alert.webhook_url}`).join('\n');
 
 function formValues(key) {
   if (!key) return blank;
   const text = (value) => (value === null || value === undefined ? '' : String(value));
-  return { name: key.name, budget_usd: text(key.budget_usd), budget_period: key.budget_period, rpm: text(key.rpm), tpm: text(key.tpm), max_concurrent: text(key.max_concurrent) };
+  return {
+    name: key.name, budget_usd: text(key.budget_usd), budget_period: key.budget_period, rpm: text(key.rpm), tpm: text(key.tpm), max_concurrent: text(key.max_concurrent),
+    allowed_models: (key.allowed_models ?? []).join(', '), expires_at: text(key.expires_at), project_id: text(key.project_id), alerts: alertLines(key.alerts),
+  };
+}
+
+export function parseAlerts(text) {
+  return text.split('\n').map((line) => line.trim()).filter(Boolean).map((line) => {
+    const match = /^(\d+)\s*%?\s*=\s*(\S+)$/.exec(line);
+    if (!match) throw new Error(`Alert lines look like 80=https://hooks.example/budget; “${line}” does not.`);
+    return { threshold_percent: Number(match[1]), webhook_url: match[2] };
+  });
 }
 
 /** Form fields as the admin API takes them; empty optional fields mean "no limit". */
@@ -22,6 +36,10 @@ function toRequest(values) {
     rpm: number(values.rpm),
     tpm: number(values.tpm),
     max_concurrent: number(values.max_concurrent),
+    allowed_models: values.allowed_models.trim() === '' ? null : values.allowed_models.split(',').map((model) => model.trim()).filter(Boolean),
+    expires_at: values.expires_at.trim() === '' ? null : values.expires_at.trim(),
+    project_id: values.project_id.trim() === '' ? null : values.project_id.trim(),
+    alerts: parseAlerts(values.alerts),
   };
 }
 
@@ -78,6 +96,28 @@ export function KeyFormDialog({ existing, onSubmit, onClose }) {
           ${limit('rpm', 'Requests per minute', 'Empty: no limit.')}
           ${limit('tpm', 'Tokens per minute', 'Empty: no limit.')}
           ${limit('max_concurrent', 'Concurrent requests', 'Empty: no limit.')}
+        </div>
+        <div class="field">
+          <label for="key-allowed_models">Allowed models</label>
+          <input id="key-allowed_models" value=${values.allowed_models} onInput=${set('allowed_models')} aria-describedby="key-models-help" placeholder="svc/alpha, svc/claude-*" />
+          <p class="hint" id="key-models-help">Comma-separated model ids or patterns (* matches anything). Empty: every model. Other models are refused with 403 and left out of /v1/models.</p>
+        </div>
+        <div class="field-row">
+          <div class="field">
+            <label for="key-expires_at">Expires at (UTC, ISO 8601)</label>
+            <input id="key-expires_at" value=${values.expires_at} onInput=${set('expires_at')} placeholder="2027-01-01T00:00:00Z" aria-describedby="key-expiry-help" />
+            <p class="hint" id="key-expiry-help">Empty: never. An expired key is refused with 401, like a revoked one.</p>
+          </div>
+          <div class="field">
+            <label for="key-project_id">Project id</label>
+            <input id="key-project_id" value=${values.project_id} onInput=${set('project_id')} placeholder="proj_…" aria-describedby="key-project-help" />
+            <p class="hint" id="key-project-help">Requests must also fit the project's budget and limits (switchboard projects list).</p>
+          </div>
+        </div>
+        <div class="field">
+          <label for="key-alerts">Budget alerts</label>
+          <textarea id="key-alerts" rows="3" value=${values.alerts} onInput=${set('alerts')} placeholder="80=https://hooks.example/budget" aria-describedby="key-alerts-help"></textarea>
+          <p class="hint" id="key-alerts-help">One per line: percent of the budget=webhook URL. Each fires once per budget period as a POST signed with HMAC-SHA256 (header x-switchboard-signature).</p>
         </div>
         ${error && html`<p class="error" role="alert">${error}</p>`}
         <div class="actions">

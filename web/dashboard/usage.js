@@ -44,6 +44,30 @@ function Fallbacks({ attempts }) {
   return html`<span title=${text}>${failed.length} <span class="muted small">(${text})</span></span>`;
 }
 
+const refusalReasons = { 401: 'invalid or revoked key', 402: 'over budget', 403: 'model not allowed', 429: 'rate limited' };
+
+/** Refused requests (counted, not in the ledger) per key, model and status. */
+function RefusedTable({ rows, keyNames }) {
+  if (!rows || rows.length === 0) return null;
+  return html`
+    <h2>Refused requests</h2>
+    <${TableWrap} label="Refused requests">
+      <table class="refused cards">
+        <caption class="visually-hidden">Requests the gateway refused in the range, per key, model and status</caption>
+        <thead><tr><th scope="col">Key</th><th scope="col">Model</th><th scope="col">Status</th><th scope="col" class="num">Refused</th></tr></thead>
+        <tbody>
+          ${rows.map((row) => html`
+            <tr key=${`${row.key_id} ${row.model} ${row.status}`}>
+              <td data-label="Key">${keyNames.get(row.key_id) ?? row.key_id}</td>
+              <td data-label="Model">${row.model ? html`<code>${row.model}</code>` : html`<span class="muted">none</span>`}</td>
+              <td data-label="Status"><span class="badge revoked">${row.status}</span> <span class="muted small">${refusalReasons[row.status] ?? ''}</span></td>
+              <td class="num" data-label="Refused">${count(row.count)}</td>
+            </tr>`)}
+        </tbody>
+      </table>
+    <//>`;
+}
+
 export function UsagePage() {
   const [range, setRange] = useState(defaultRange);
   const [keyId, setKeyId] = useState('');
@@ -67,10 +91,11 @@ export function UsagePage() {
     if (model) query.set('model', model);
     const get = (path, extra = {}) => api(`${path}?${new URLSearchParams({ ...Object.fromEntries(query), ...extra })}`).then((body) => body.data);
     try {
-      const [totals, byDay, byModel, byKey, requests] = await Promise.all([
+      const [totals, byDay, byModel, byKey, requests, refused] = await Promise.all([
         get('/usage'), get('/usage', { group_by: 'day' }), get('/usage', { group_by: 'model' }), get('/usage', { group_by: 'key' }), get('/requests', { limit: '50' }),
+        get('/usage/refused'),
       ]);
-      setData({ totals: totals[0] ?? { requests: 0, prompt_tokens: 0, completion_tokens: 0, cost_usd: 0, cache_read_tokens: 0, cache_write_tokens: 0, cache_write_1h_tokens: 0, reasoning_tokens: 0 }, byDay, byModel, byKey, requests });
+      setData({ totals: totals[0] ?? { requests: 0, prompt_tokens: 0, completion_tokens: 0, cost_usd: 0, cache_read_tokens: 0, cache_write_tokens: 0, cache_write_1h_tokens: 0, reasoning_tokens: 0 }, byDay, byModel, byKey, requests, refused });
       setError('');
     } catch (failure) {
       setError(failure.message);
@@ -123,6 +148,7 @@ export function UsagePage() {
     </form>
     ${error && html`<p class="error" role="alert">${error}</p>`}
     ${!data ? html`<p class="muted" role="status">Loading usage…</p>` : html`
+      <${RefusedTable} rows=${data.refused} keyNames=${keyNames} />
       <section class="totals" aria-label="Totals for the range">
         <div class="card stat"><span class="stat-label">Cost</span><span class="stat-value">${usd(data.totals.cost_usd)}</span></div>
         <div class="card stat"><span class="stat-label">Requests</span><span class="stat-value">${count(data.totals.requests)}</span></div>

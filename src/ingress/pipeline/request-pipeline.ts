@@ -4,15 +4,17 @@ import type { Counters } from '../../shared/counters/counters.js';
 import { errorFromDescription, GatewayError } from '../../shared/errors.js';
 import type { CompletionJob } from '../../shared/job.js';
 import { checkProviderCallLimit } from '../../shared/providers/provider-call-limit.js';
+import type { KeyRecord } from '../../shared/store/store.js';
 import type { IngressTransport } from '../../shared/transport/transport.js';
 import { admitRequest } from '../admission.js';
 import { authenticate } from '../authenticate.js';
 import type { ReplyState } from '../http-reply.js';
 import type { JobRouter, PendingJob } from '../job-router.js';
-import { enqueueWithReply, type JobReply } from './job-registration.js';
 import type { KeyDirectory } from '../key-directory.js';
+import { noteRefusal, type RefusalCounts } from '../refusal-counts.js';
 import { SseWriter } from '../sse-writer.js';
 import { costHeaders } from './cost-header.js';
+import { enqueueWithReply, type JobReply } from './job-registration.js';
 import { resolveTargets } from './model-resolution.js';
 import type { RequestContext, RouteHandler, RouteOptions } from './request-wrapper.js';
 import { replyRendered } from './surface-reply.js';
@@ -34,6 +36,26 @@ export interface PipelineDependencies {
   minOutputTokens?: number;
   /** Open requests, so that a draining server knows when it may exit. */
   openRequests: Set<string>;
+  /** Counts 401/402/403/429 refusals per key and model (absent: not counted). */
+  refusals?: RefusalCounts;
+}
+
+/** Who a request is, as far as it got: what a refusal is counted against. */
+export interface RequestParty {
+  keys: KeyDirectory;
+  credential: string;
+  keyId?: string;
+  model?: string;
+}
+
+/** Runs a route's handler, counting the refusal it ends with (if any) against its key and model. */
+export async function countingRefusals(refusals: RefusalCounts | undefined, party: RequestParty, run: () => Promise<void>): Promise<void> {
+  try {
+    await run();
+  } catch (error) {
+    await noteRefusal(refusals, error, party);
+    throw error;
+  }
 }
 
 /** Bearer keys, or the key alone in x-api-key as Anthropic clients send it. */
@@ -124,21 +146,29 @@ export function createSurfaceHandler(surface: Surface, dependencies: PipelineDep
   }
 
   /** Registered through the request wrapper with surfaceRouteOptions. */
-  return async function handle(call: RequestContext): Promise<void> {
+  return (call: RequestContext) => {
+    const party: RequestParty = { keys, credential: credentialOf(call.headers) };
+    return countingRefusals(dependencies.refusals, party, () => handle(call, party));
+  };
+
+  async function handle(call: RequestContext, party: RequestParty): Promise<void> {
     const { res, state } = call;
     const idHeaders = surface.requestIdHeader ? [surface.requestIdHeader(state.requestId)] : [];
     state.extraHeaders = idHeaders;
     // The key is checked from the headers before the body is wanted: an unauthenticated upload is
     // answered (and its connection closed) while it is still arriving, with nothing kept of it.
-    const key = await authenticate(keys, credentialOf(call.headers));
+    const key = await authenticate(keys, party.credential);
+    party.keyId = key.id;
     const body = await call.body!.json();
     if (body === undefined) return;
     const request = await surface.parse(body, call.headers, { keyId: key.id });
-    const targets = resolveTargets(catalog, request);
+    party.model = request.model;
+    const targets = resolveTargets(catalog, request, 'chat', key.allowedModels);
     checkProviderCallLimit(request, targets, catalog);
-    const admitted = await admitRequest(counters, key, request, targets, state.requestId, { minOutputTokens: dependencies.minOutputTokens });
+    const project = await keys.projectOf(key);
+    const admitted = await admitRequest(counters, key, request, targets, state.requestId, { minOutputTokens: dependencies.minOutputTokens, project });
     state.extraHeaders = [...idHeaders, ...admitted.headers];
-    const release = () => counters.settle({ keyId: key.id, reservationId: admitted.reservationId, costNanos: 0, tokens: 0, budgetPeriod: key.budgetPeriod, now: Date.now() });
+    const release = () => counters.settle({ keyId: key.id, reservationId: admitted.reservationId, costNanos: 0, tokens: 0, budgetPeriod: key.budgetPeriod, project: admitted.project, now: Date.now() });
     if (state.aborted) {
       await release();
       return;
@@ -153,32 +183,34 @@ export function createSurfaceHandler(surface: Surface, dependencies: PipelineDep
       reservationId: admitted.reservationId,
       reservedNanos: admitted.reservedNanos,
       budgetPeriod: key.budgetPeriod,
+      ...(admitted.project ? { project: admitted.project } : {}),
+      ...(key.alerts.length > 0 || (project?.alerts.length ?? 0) > 0 ? { alerting: true as const } : {}),
+      ...(key.expiresAt ? { keyExpiresAt: key.expiresAt } : {}),
       enqueuedAt: Date.now(),
     };
     const context: RenderContext = { jobId: job.id, created: Math.floor(job.enqueuedAt / 1000), request };
     await enqueueWithReply(call, dependencies, job, (finish): JobReply => {
       if (surface.takeOver === undefined) return { pending: job.stream ? streamingReply(surface, res, state, context, finish) : jsonReply(surface, res, state, context, finish) };
       // A surface whose answers outlive the request (Responses) relays the job's events itself.
-      const takeover = surface.takeOver({
+      return surface.takeOver({
         res, state, context, keyId: key.id, maxQueuedStreamBytes: dependencies.maxQueuedStreamBytes, finish,
         cancelJob: () => transport.cancel(job.id),
         fail: (error) => fail(res, state, error),
       });
-      return takeover;
     }, release);
-  };
+  }
 }
 
 /**
  * An authenticated POST that answers at once from its body, with no job (count_tokens): the
  * surface's headers and error shape, the same key rules as the pipeline.
  */
-export function createSurfaceJsonHandler(surface: Surface, keys: KeyDirectory, answer: (body: unknown, headers: SurfaceHeaders) => string): RouteHandler {
+export function createSurfaceJsonHandler(surface: Surface, keys: KeyDirectory, answer: (body: unknown, headers: SurfaceHeaders, key: KeyRecord) => string): RouteHandler {
   return async (call) => {
     if (surface.requestIdHeader) call.state.extraHeaders = [surface.requestIdHeader(call.state.requestId)];
-    await authenticate(keys, credentialOf(call.headers));
+    const key = await authenticate(keys, credentialOf(call.headers));
     const body = await call.body!.json();
     if (body === undefined) return;
-    replyRendered(call.res, call.state, { status: 200, body: answer(body, call.headers), headers: [] });
+    replyRendered(call.res, call.state, { status: 200, body: answer(body, call.headers, key), headers: [] });
   };
 }

@@ -23,6 +23,17 @@ export interface AdmissionInput {
   reserveNanos: number;
   /** Milliseconds since the epoch; tests pass their own clock. */
   now: number;
+  /**
+   * The key's project: its limits (budget, rpm, tpm; maxConcurrent is ignored) must hold too, and the
+   * same reservation is made at both levels in the same atomic step, or at neither.
+   */
+  project?: { id: string; limits: KeyLimits };
+}
+
+/** The project a request's reservation was also made against, as settlement needs it. */
+export interface ProjectCharge {
+  id: string;
+  budgetPeriod: BudgetPeriod;
 }
 
 /** What the OpenAI-style x-ratelimit-* headers report. Fields are null where no limit is set. */
@@ -37,7 +48,14 @@ export interface RateLimitState {
 
 export type Admission =
   | { ok: true; reservationId: string; rateLimit: RateLimitState }
-  | { ok: false; reason: 'revoked' | 'rate_limited' | 'budget_exceeded' | 'concurrency'; retryAfterSeconds?: number; rateLimit: RateLimitState };
+  | {
+    ok: false;
+    reason: 'revoked' | 'rate_limited' | 'budget_exceeded' | 'concurrency';
+    /** Whose limit refused it: the key's, or its project's (rateLimit then reports the project's limits). */
+    level: 'key' | 'project';
+    retryAfterSeconds?: number;
+    rateLimit: RateLimitState;
+  };
 
 export interface Settlement {
   keyId: string;
@@ -48,6 +66,8 @@ export interface Settlement {
   tokens: number;
   budgetPeriod: BudgetPeriod;
   now: number;
+  /** The project the admission also reserved against: released and charged the same way. */
+  project?: ProjectCharge;
   /**
    * The request's ledger record, on a final settlement (not on the release of a job that never
    * ran). A request is settled at most once per ledger id, whoever settles it (its worker, or the
@@ -65,7 +85,7 @@ export interface SettleReceipt {
   streamId?: string;
 }
 
-/** Where counters read a key's spend for the current period when they have none yet (the ledger). */
+/** Where counters read a key's (or a project's) spend for the current period when they have none yet (the ledger). */
 export type SpendSource = (keyId: string, periodStart: string) => Promise<number>;
 
 export interface Counters {

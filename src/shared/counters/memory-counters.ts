@@ -83,13 +83,23 @@ export function toRateLimitState(limits: KeyLimits, d: Decision): RateLimitState
   };
 }
 
-export function toAdmission(limits: KeyLimits, d: Decision, reservationId: string): Admission {
+export function toAdmission(limits: KeyLimits, d: Decision, reservationId: string, level: 'key' | 'project' = 'key'): Admission {
   const rateLimit = toRateLimitState(limits, d);
   if (d.status === 'ok') return { ok: true, reservationId, rateLimit };
   // Retry-After is whole seconds; at least 1 so a client never spins.
   return d.retryMs === null
-    ? { ok: false, reason: d.status, rateLimit }
-    : { ok: false, reason: d.status, retryAfterSeconds: Math.max(1, seconds(d.retryMs)), rateLimit };
+    ? { ok: false, reason: d.status, level, rateLimit }
+    : { ok: false, reason: d.status, level, retryAfterSeconds: Math.max(1, seconds(d.retryMs)), rateLimit };
+}
+
+/** The counters' own id of a project, apart from every key id (state, spend and seeds are per id). */
+export function projectSubject(projectId: string): string {
+  return `\u0001project:${projectId}`;
+}
+
+/** A project's limits as the counters apply them: no concurrency slots of its own. */
+export function projectLimits(limits: KeyLimits): KeyLimits {
+  return { ...limits, maxConcurrent: null };
 }
 
 interface WindowEntry {
@@ -124,7 +134,7 @@ interface SpendCache {
 
 const SEED = Symbol('seed');
 
-export function createMemoryCounters(options: { spendSource: SpendSource; reservationTtlMs?: number }): Counters {
+export function createMemoryCounters(options: { spendSource: SpendSource; projectSpendSource?: SpendSource; reservationTtlMs?: number }): Counters {
   const ttlMs = options.reservationTtlMs ?? DEFAULT_RESERVATION_TTL_MS;
   if (!Number.isSafeInteger(ttlMs) || ttlMs <= 0) throw new RangeError('counters: reservationTtlMs must be a positive integer');
   const states = new Map<string, KeyState>();
@@ -210,8 +220,12 @@ export function createMemoryCounters(options: { spendSource: SpendSource; reserv
     return end === null ? null : end - now;
   }
 
-  function decide(input: AdmissionInput, reservationId: string, seed?: number): Decision | typeof SEED {
-    const { keyId, limits, now, tokens, reserveNanos } = input;
+  /**
+   * One subject's (key's or project's) decision. With `commit` false an admissible request changes
+   * nothing, so a two-level admission can check both levels before it reserves at either.
+   */
+  function decide(keyId: string, limits: KeyLimits, input: AdmissionInput, reservationId: string, seed: number | undefined, commit: boolean): Decision | typeof SEED {
+    const { now, tokens, reserveNanos } = input;
     const st = stateFor(keyId);
     expire(st, now);
     const live = st.window.length - st.head;
@@ -242,6 +256,10 @@ export function createMemoryCounters(options: { spendSource: SpendSource; reserv
     if (limits.maxConcurrent !== null && st.reservations.size >= limits.maxConcurrent) {
       return refuse('concurrency', limits.maxConcurrent === 0 ? null : IN_FLIGHT_RETRY_MS);
     }
+    if (!commit) {
+      const resetMs = live > 0 ? st.window[st.window.length - 1].at + WINDOW_MS - now : 0;
+      return { status: 'ok', windowRequests: live, windowTokens: st.windowTokens, resetMs, retryMs: null };
+    }
 
     // Admitted: record the window entry (only keys with a rate limit need the log) and the reservation.
     let entry: WindowEntry | null = null;
@@ -266,13 +284,13 @@ export function createMemoryCounters(options: { spendSource: SpendSource; reserv
     return { status: 'ok', windowRequests: count, windowTokens: st.windowTokens, resetMs, retryMs: null };
   }
 
-  function loadSeed(keyId: string, period: BudgetPeriod, now: number): Promise<number> {
+  function loadSeed(keyId: string, period: BudgetPeriod, now: number, projectId?: string): Promise<number> {
     const since = periodStart(period, now);
     const k = `${keyId}\u0000${period}\u0000${since}`;
     let p = seeding.get(k);
     if (!p) {
-      p = options
-        .spendSource(keyId, since)
+      const source = projectId === undefined ? options.spendSource(keyId, since) : (options.projectSpendSource?.(projectId, since) ?? Promise.resolve(0));
+      p = source
         .then((n) => checkNanos('SpendSource result', n))
         .finally(() => seeding.delete(k));
       seeding.set(k, p);
@@ -280,18 +298,54 @@ export function createMemoryCounters(options: { spendSource: SpendSource; reserv
     return p;
   }
 
+  function settleSubject(keyId: string, budgetPeriod: BudgetPeriod, s: Settlement): void {
+    const st = states.get(keyId);
+    const r = st?.reservations.get(s.reservationId);
+    if (st && r) {
+      st.reservations.delete(s.reservationId);
+      st.reservedNanos -= r.nanos;
+      // Correct the window's estimate to the tokens really used, if the entry is still counted.
+      if (r.entry?.live) {
+        st.windowTokens += s.tokens - r.entry.tokens;
+        r.entry.tokens = s.tokens;
+      }
+      dropIfIdle(keyId, st);
+    }
+    // Spend grows even when the reservation already expired: the money was really spent. When
+    // the cache is for another period (or absent), it is left alone: the next admission seeds
+    // from the ledger, which holds this cost once the worker has recorded it.
+    const c = spend.get(keyId);
+    if (c && c.period === budgetPeriod && c.start === periodBoundsMs(budgetPeriod, s.now).start) c.nanos += s.costNanos;
+  }
+
   return {
     async admit(input) {
       if (closed) throw new Error('counters: closed');
       checkAdmissionInput(input);
       const reservationId = newReservationId(input.requestId);
-      let d = decide(input, reservationId);
-      if (d === SEED) {
-        const seed = await loadSeed(input.keyId, input.limits.budgetPeriod, input.now);
-        d = decide(input, reservationId, seed);
-        if (d === SEED) throw new Error('counters: spend seed was not applied'); // unreachable: a seed is always applied
+      const project = input.project && { subject: projectSubject(input.project.id), id: input.project.id, limits: projectLimits(input.project.limits) };
+      let keySeed: number | undefined;
+      let projectSeed: number | undefined;
+      // At most one ledger read per level; after it the decision is taken again from scratch.
+      for (let round = 0; round < 3; round++) {
+        const d = decide(input.keyId, input.limits, input, reservationId, keySeed, project === undefined);
+        if (d === SEED) {
+          keySeed = await loadSeed(input.keyId, input.limits.budgetPeriod, input.now);
+          continue;
+        }
+        if (d.status !== 'ok' || !project) return toAdmission(input.limits, d, reservationId);
+        const p = decide(project.subject, project.limits, input, reservationId, projectSeed, true);
+        if (p === SEED) {
+          projectSeed = await loadSeed(project.subject, project.limits.budgetPeriod, input.now, project.id);
+          continue;
+        }
+        if (p.status !== 'ok') return toAdmission(project.limits, p, reservationId, 'project');
+        // Both levels fit and nothing awaited since the key was checked: reserve at the key too.
+        const committed = decide(input.keyId, input.limits, input, reservationId, keySeed, true);
+        if (committed === SEED || committed.status !== 'ok') throw new Error('counters: key decision changed within one turn'); // unreachable
+        return toAdmission(input.limits, committed, reservationId);
       }
-      return toAdmission(input.limits, d, reservationId);
+      throw new Error('counters: spend seed was not applied'); // unreachable: a seed is always applied
     },
 
     async settle(s: Settlement): Promise<SettleReceipt> {
@@ -307,23 +361,8 @@ export function createMemoryCounters(options: { spendSource: SpendSource; reserv
         if (settled.has(s.ledger.id)) return { applied: false };
         settled.set(s.ledger.id, at + settledTtlMs);
       }
-      const st = states.get(s.keyId);
-      const r = st?.reservations.get(s.reservationId);
-      if (st && r) {
-        st.reservations.delete(s.reservationId);
-        st.reservedNanos -= r.nanos;
-        // Correct the window's estimate to the tokens really used, if the entry is still counted.
-        if (r.entry?.live) {
-          st.windowTokens += s.tokens - r.entry.tokens;
-          r.entry.tokens = s.tokens;
-        }
-        dropIfIdle(s.keyId, st);
-      }
-      // Spend grows even when the reservation already expired: the money was really spent. When
-      // the cache is for another period (or absent), it is left alone: the next admission seeds
-      // from the ledger, which holds this cost once the worker has recorded it.
-      const c = spend.get(s.keyId);
-      if (c && c.period === s.budgetPeriod && c.start === periodBoundsMs(s.budgetPeriod, s.now).start) c.nanos += s.costNanos;
+      settleSubject(s.keyId, s.budgetPeriod, s);
+      if (s.project) settleSubject(projectSubject(s.project.id), s.project.budgetPeriod, s);
       return { applied: true };
     },
 

@@ -9,6 +9,8 @@ import {
   checkAdmissionInput,
   checkNanos,
   newReservationId,
+  projectLimits,
+  projectSubject,
   settledMarkerTtlMs,
   toAdmission,
   type AdmissionStatus,
@@ -53,6 +55,8 @@ export function createRedisCounters(options: {
   redis: Redis;
   keyPrefix: string;
   spendSource: SpendSource;
+  /** A project's period spend (the ledger of its keys); 0 when absent. */
+  projectSpendSource?: SpendSource;
   reservationTtlMs?: number;
 }): Counters {
   const { redis, keyPrefix, spendSource } = options;
@@ -88,11 +92,22 @@ export function createRedisCounters(options: {
     return end === null ? ALL_TIME_SPEND_TTL_MS : Math.max(0, end - now) + SPEND_GRACE_MS;
   }
 
-  async function callAdmit(input: AdmissionInput, reservationId: string, seed: string): Promise<Decision | 'seed'> {
+  type Level = 'key' | 'project';
+  async function callAdmit(input: AdmissionInput, reservationId: string, seed: string, projectSeed: string): Promise<{ decision: Decision | 'seed'; level: Level }> {
     const { limits, now } = input;
     const k = keysFor(input.keyId);
     const { start, end } = periodBoundsMs(limits.budgetPeriod, now);
-    const reply = await run(ADMIT, [k.revoked, k.win, k.res, k.state, k.spend], [
+    const keys = [k.revoked, k.win, k.res, k.state, k.spend];
+    const projectArgs: (string | number)[] = [0];
+    if (input.project) {
+      // The project's keys live under their own hash tag (see the header of admit.lua).
+      const p = keysFor(projectSubject(input.project.id));
+      const pl = projectLimits(input.project.limits);
+      const bounds = periodBoundsMs(pl.budgetPeriod, now);
+      keys.push(p.win, p.res, p.state, p.spend);
+      projectArgs.splice(0, 1, 1, pl.rpm ?? -1, pl.tpm ?? -1, pl.budgetNanos ?? -1, pl.budgetPeriod, bounds.start, bounds.end ?? -1, spendTtlMs(bounds.end, now), projectSeed);
+    }
+    const reply = await run(ADMIT, keys, [
       now,
       reservationId,
       input.tokens,
@@ -108,25 +123,30 @@ export function createRedisCounters(options: {
       stateTtlMs,
       spendTtlMs(end, now),
       seed,
+      ...projectArgs,
     ]);
-    if (!Array.isArray(reply) || reply.length !== 5) throw new Error(`counters: unexpected admit reply ${JSON.stringify(reply)}`);
-    const [status, windowRequests, windowTokens, resetMs, retryMs] = reply as [string, number, number, number, number];
-    if (status === 'seed') return 'seed';
+    if (!Array.isArray(reply) || reply.length !== 6) throw new Error(`counters: unexpected admit reply ${JSON.stringify(reply)}`);
+    const [status, windowRequests, windowTokens, resetMs, retryMs, level] = reply as [string, number, number, number, number, Level];
+    if (status === 'seed') return { decision: 'seed', level };
     if (!STATUSES.has(status)) throw new Error(`counters: unexpected admit status ${status}`);
-    return { status: status as AdmissionStatus, windowRequests, windowTokens, resetMs, retryMs: retryMs < 0 ? null : retryMs };
+    return { decision: { status: status as AdmissionStatus, windowRequests, windowTokens, resetMs, retryMs: retryMs < 0 ? null : retryMs }, level };
   }
 
-  function loadSeed(input: AdmissionInput): Promise<number> {
-    const since = periodStart(input.limits.budgetPeriod, input.now);
-    const k = `${input.keyId}\u0000${input.limits.budgetPeriod}\u0000${since}`;
+  function loadSeed(input: AdmissionInput, level: Level): Promise<number> {
+    const project = level === 'project' ? input.project : undefined;
+    const subject = project ? projectSubject(project.id) : input.keyId;
+    const period = project ? project.limits.budgetPeriod : input.limits.budgetPeriod;
+    const since = periodStart(period, input.now);
+    const k = `${subject}\u0000${period}\u0000${since}`;
     let p = seeding.get(k);
     if (!p) {
       // Records still in the ledger stream are spend the store does not show yet (stream first:
-      // see LedgerStream.pendingNanos).
-      p = stream
-        .pendingNanos(input.keyId, since)
-        .then(async (pending) => pending + checkNanos('SpendSource result', await spendSource(input.keyId, since)))
-        .finally(() => seeding.delete(k));
+      // see LedgerStream.pendingNanos). A project's seed reads the store only: its keys' records
+      // still in the stream at that moment are not counted (a seed is read once per period).
+      p = (project
+        ? (options.projectSpendSource?.(project.id, since) ?? Promise.resolve(0)).then((nanos) => checkNanos('SpendSource result', nanos))
+        : stream.pendingNanos(input.keyId, since).then(async (pending) => pending + checkNanos('SpendSource result', await spendSource(input.keyId, since)))
+      ).finally(() => seeding.delete(k));
       seeding.set(k, p);
     }
     return p;
@@ -137,15 +157,20 @@ export function createRedisCounters(options: {
       if (closed) throw new Error('counters: closed');
       checkAdmissionInput(input);
       const reservationId = newReservationId(input.requestId);
-      let d = await callAdmit(input, reservationId, '');
-      if (d === 'seed') {
-        // Rare path (first use of a key in a period): read the ledger, then admit again with the
-        // seed, which the script stores only if nobody stored this period's spend meanwhile.
-        const seed = await loadSeed(input);
-        d = await callAdmit(input, reservationId, String(seed));
-        if (d === 'seed') throw new Error('counters: spend seed was not applied');
+      const seeds: Record<Level, string> = { key: '', project: '' };
+      // Rare path (first use of a key or project in a period): read the ledger, then admit again
+      // with the seed, which the script stores only if nobody stored this period's spend meanwhile.
+      for (let round = 0; round < 3; round++) {
+        const { decision, level } = await callAdmit(input, reservationId, seeds.key, seeds.project);
+        if (decision === 'seed') {
+          if (seeds[level] !== '') break;
+          seeds[level] = String(await loadSeed(input, level));
+          continue;
+        }
+        const limits = level === 'project' && input.project ? projectLimits(input.project.limits) : input.limits;
+        return toAdmission(limits, decision, reservationId, level);
       }
-      return toAdmission(input.limits, d, reservationId);
+      throw new Error('counters: spend seed was not applied');
     },
 
     async settle(s: Settlement): Promise<SettleReceipt> {
@@ -155,7 +180,15 @@ export function createRedisCounters(options: {
       const k = keysFor(s.keyId);
       const { start, end } = periodBoundsMs(s.budgetPeriod, s.now);
       const settledKey = `${keyPrefix}{${s.keyId}}:settled:${s.ledger?.id ?? ''}`;
-      const reply = await run(SETTLE, [k.res, k.state, k.win, k.spend, settledKey, stream.key], [
+      const keys = [k.res, k.state, k.win, k.spend, settledKey, stream.key];
+      const projectArgs: (string | number)[] = [0];
+      if (s.project) {
+        const p = keysFor(projectSubject(s.project.id));
+        const bounds = periodBoundsMs(s.project.budgetPeriod, s.now);
+        keys.push(p.res, p.state, p.win, p.spend);
+        projectArgs.splice(0, 1, 1, s.project.budgetPeriod, bounds.start, spendTtlMs(bounds.end, s.now));
+      }
+      const reply = await run(SETTLE, keys, [
         s.reservationId,
         s.costNanos,
         s.tokens,
@@ -164,6 +197,7 @@ export function createRedisCounters(options: {
         spendTtlMs(end, s.now),
         s.ledger ? encodeLedgerRecord(s.ledger) : '',
         markerTtlMs,
+        ...projectArgs,
       ]);
       if (!Array.isArray(reply) || reply.length !== 3) throw new Error(`counters: unexpected settle reply ${JSON.stringify(reply)}`);
       const [, applied, streamId] = reply as [number, number, string];

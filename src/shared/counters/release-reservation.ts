@@ -6,6 +6,6 @@ import type { Counters } from './counters.js';
 export async function releaseReservation(counters: Counters, job: QueuedJob, logger: Logger): Promise<void> {
   if (!job.reservationId) return;
   await counters
-    .settle({ keyId: job.keyId, reservationId: job.reservationId, costNanos: 0, tokens: 0, budgetPeriod: job.budgetPeriod ?? 'none', now: job.enqueuedAt })
+    .settle({ keyId: job.keyId, reservationId: job.reservationId, costNanos: 0, tokens: 0, budgetPeriod: job.budgetPeriod ?? 'none', project: job.project, now: job.enqueuedAt })
     .catch((error: Error) => logger.error({ err: error, jobId: job.id }, 'could not release the reservation of a dropped job'));
 }

@@ -62,6 +62,7 @@ export function createLostWorkerBiller(options: {
       costNanos: entry.costNanos,
       tokens,
       budgetPeriod: job.budgetPeriod ?? 'none',
+      project: job.project,
       now: job.enqueuedAt,
       ledger: entry,
     })

@@ -3,12 +3,14 @@ import type { AttemptRecord } from '../job.js';
 import type { KeyPatch, KeyRecord, LedgerEntry, NewKey, Store, StoredResponse, UsageFilter, UsageRow } from './store.js';
 import { responseUpsertSql, responseValues, rowToStoredResponse } from './response-records.js';
 import {
-  LEDGER_COLUMNS, NEW_KEY_COLUMNS, assertNanos, ledgerLimit, ledgerValues, newKeyValues, patchAssignments, rowToKey, rowToLedger,
+  LEDGER_COLUMNS, NEW_KEY_COLUMNS, assertNanos, newKeyPlaceholders, ledgerLimit, ledgerValues, newKeyValues, patchAssignments, rowToKey, rowToLedger,
   type ColumnEncoding, type Row,
 } from './store-records.js';
 import { ledgerPageSql, toIsoTime, usageRows, usageSql, type SqlDialect } from './usage-plan.js';
 import { POSTGRES_USAGE_SPLIT_SQL, rollupFromLedgerSql, splitRollupAssignments, SPLIT_COLUMNS, USAGE_SPLIT_MIGRATION } from './usage-split-migration.js';
 import { ENDED_SESSIONS_MIGRATION, POSTGRES_ENDED_SESSIONS_SQL } from './ended-sessions.js';
+import { GOVERNANCE_MIGRATION, POSTGRES_GOVERNANCE_SQL } from './governance-schema.js';
+import { governanceMethods, numberPlaceholders, type GovernanceMethods } from './governance-tables.js';
 
 // The scaled-out store: PostgreSQL shared by every ingress and worker process. Same tables and
 // semantics as sqlite-store.ts; both pass test/store-conformance.test.ts. Bigint and numeric
@@ -110,6 +112,7 @@ const MIGRATIONS: { version: number; sql: string }[] = [
     `,
   },
   { version: USAGE_SPLIT_MIGRATION, sql: POSTGRES_USAGE_SPLIT_SQL },
+  { version: GOVERNANCE_MIGRATION, sql: POSTGRES_GOVERNANCE_SQL },
 ];
 
 // JSONB and BOOLEAN columns travel as their JavaScript values; nano-USD fit in a safe integer.
@@ -162,11 +165,19 @@ export async function openPostgresStore(databaseUrl: string, options: PostgresSt
   return store;
 }
 
+// The governance methods are mixed in (governance-tables.ts), shared with the SQLite store.
+interface PostgresStore extends GovernanceMethods {}
+
 class PostgresStore implements Store {
   constructor(
     private readonly pool: pg.Pool,
     private readonly schema: string | undefined,
-  ) {}
+  ) {
+    Object.assign(this, governanceMethods({
+      all: async (sql, params) => (await this.pool.query(numberPlaceholders(sql), params)).rows as Row[],
+      run: async (sql, params) => (await this.pool.query(numberPlaceholders(sql), params)).rowCount ?? 0,
+    }, ENCODING));
+  }
 
   async migrate(): Promise<void> {
     await this.transaction(async (client) => {
@@ -188,7 +199,7 @@ class PostgresStore implements Store {
 
   async createKey(key: NewKey): Promise<KeyRecord> {
     const { rows } = await this.pool.query(
-      `INSERT INTO api_keys (${NEW_KEY_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING *`,
+      `INSERT INTO api_keys (${NEW_KEY_COLUMNS}) VALUES (${newKeyPlaceholders('$')}) RETURNING *`,
       newKeyValues(key),
     );
     return rowToKey(rows[0]);

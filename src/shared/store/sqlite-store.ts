@@ -4,12 +4,14 @@ import Database from 'better-sqlite3';
 import type { KeyPatch, KeyRecord, LedgerEntry, NewKey, Store, StoredResponse, UsageFilter, UsageRow } from './store.js';
 import { responseUpsertSql, responseValues, rowToStoredResponse } from './response-records.js';
 import {
-  LEDGER_COLUMNS, NEW_KEY_COLUMNS, assertNanos, ledgerLimit, ledgerValues, newKeyValues, patchAssignments, rowToKey, rowToLedger,
+  LEDGER_COLUMNS, NEW_KEY_COLUMNS, assertNanos, newKeyPlaceholders, ledgerLimit, ledgerValues, newKeyValues, patchAssignments, rowToKey, rowToLedger,
   type ColumnEncoding, type Row,
 } from './store-records.js';
 import { ledgerPageSql, toIsoTime, usageRows, usageSql, type SqlDialect } from './usage-plan.js';
 import { rollupFromLedgerSql, splitRollupAssignments, SPLIT_COLUMNS, SQLITE_USAGE_SPLIT_SQL, USAGE_SPLIT_MIGRATION } from './usage-split-migration.js';
 import { ENDED_SESSIONS_MIGRATION, SQLITE_ENDED_SESSIONS_SQL } from './ended-sessions.js';
+import { GOVERNANCE_MIGRATION, SQLITE_GOVERNANCE_SQL } from './governance-schema.js';
+import { governanceMethods, type GovernanceMethods } from './governance-tables.js';
 
 // The embedded default store: one database file in the data folder. better-sqlite3 is synchronous,
 // which is the fastest option for a single process; the async Store interface is kept so the same
@@ -105,6 +107,7 @@ const MIGRATIONS: { version: number; sql: string }[] = [
     `,
   },
   { version: USAGE_SPLIT_MIGRATION, sql: SQLITE_USAGE_SPLIT_SQL },
+  { version: GOVERNANCE_MIGRATION, sql: SQLITE_GOVERNANCE_SQL },
 ];
 
 // BigInt binds as an integer, so sums of nano-USD stay in exact 64-bit integer arithmetic.
@@ -185,12 +188,19 @@ interface PendingRecord {
   reject: (error: unknown) => void;
 }
 
+// The governance methods are mixed in (governance-tables.ts), shared with the PostgreSQL store.
+interface SqliteStore extends GovernanceMethods {}
+
 class SqliteStore implements Store {
   private readonly statements = new Map<string, Database.Statement>();
   private readonly recordTx: (entries: LedgerEntry[]) => void;
   private pending: PendingRecord[] = [];
 
   constructor(private readonly db: Db) {
+    Object.assign(this, governanceMethods({
+      all: async (sql, params) => this.stmt(sql).all(...params) as Row[],
+      run: async (sql, params) => this.stmt(sql).run(...params).changes,
+    }, ENCODING));
     this.recordTx = db.transaction((entries: LedgerEntry[]) => {
       for (const entry of entries) this.recordInTx(entry);
     }).immediate as (entries: LedgerEntry[]) => void;
@@ -201,7 +211,7 @@ class SqliteStore implements Store {
   }
 
   async createKey(key: NewKey): Promise<KeyRecord> {
-    this.stmt(`INSERT INTO api_keys (${NEW_KEY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`).run(...newKeyValues(key));
+    this.stmt(`INSERT INTO api_keys (${NEW_KEY_COLUMNS}) VALUES (${newKeyPlaceholders('?')})`).run(...newKeyValues(key));
     return this.mustGet(key.id);
   }
 

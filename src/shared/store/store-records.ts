@@ -1,5 +1,5 @@
 import type { AttemptRecord } from '../job.js';
-import type { BudgetPeriod, KeyPatch, KeyRecord, LedgerEntry, NewKey } from './store.js';
+import type { BudgetAlert, BudgetPeriod, KeyPatch, KeyRecord, LedgerEntry, NewKey } from './store.js';
 import { toIsoTime } from './usage-plan.js';
 
 // What the SQLite and PostgreSQL stores share between their drivers and the Store interface: the
@@ -17,7 +17,12 @@ export interface ColumnEncoding {
   readAttempts(value: unknown): AttemptRecord[];
 }
 
-export const NEW_KEY_COLUMNS = 'id, name, public_id, secret_hash, key_hint, budget_usd, budget_period, rpm, tpm, max_concurrent, created_at';
+export const NEW_KEY_COLUMNS = 'id, name, public_id, secret_hash, key_hint, budget_usd, budget_period, rpm, tpm, max_concurrent, created_at, allowed_models, expires_at, project_id, alerts';
+
+/** Placeholders for NEW_KEY_COLUMNS: `?` for SQLite, `$n` for PostgreSQL. */
+export function newKeyPlaceholders(style: '?' | '$'): string {
+  return Array.from({ length: NEW_KEY_COLUMNS.split(',').length }, (_, index) => (style === '?' ? '?' : `$${index + 1}`)).join(', ');
+}
 
 export const LEDGER_COLUMNS = `id, key_id, requested_model, served_model, attempts, prompt_tokens, completion_tokens,
   cost_nanos, status, latency_ms, estimated, stream, created_at, cache_read_tokens, cache_write_tokens, cache_write_1h_tokens, reasoning_tokens`;
@@ -30,7 +35,28 @@ const PATCH_COLUMNS: Record<keyof KeyPatch, string> = {
   rpm: 'rpm',
   tpm: 'tpm',
   maxConcurrent: 'max_concurrent',
+  allowedModels: 'allowed_models',
+  expiresAt: 'expires_at',
+  projectId: 'project_id',
+  alerts: 'alerts',
 };
+
+/** Bound value of a JSON column (null stays SQL NULL). */
+export function jsonColumn(value: unknown): string | null {
+  return value === null || value === undefined ? null : JSON.stringify(value);
+}
+
+export function readJsonColumn<T>(value: unknown, fallback: T): T {
+  return typeof value === 'string' && value !== '' ? (JSON.parse(value) as T) : fallback;
+}
+
+/** The bound value of a patched field (JSON and time columns are stored as their text). */
+function patchValue(field: keyof KeyPatch, value: unknown): unknown {
+  if (value === null) return null;
+  if (field === 'allowedModels' || field === 'alerts') return jsonColumn(value);
+  if (field === 'expiresAt') return toIsoTime(value as string);
+  return value;
+}
 
 const DEFAULT_LEDGER_LIMIT = 100;
 
@@ -48,6 +74,10 @@ export function newKeyValues(key: NewKey): unknown[] {
     key.tpm ?? null,
     key.maxConcurrent ?? null,
     toIsoTime(key.createdAt),
+    jsonColumn(key.allowedModels ?? null),
+    key.expiresAt ? toIsoTime(key.expiresAt) : null,
+    key.projectId ?? null,
+    jsonColumn(key.alerts ?? []),
   ];
 }
 
@@ -77,7 +107,7 @@ export function ledgerValues(entry: LedgerEntry, encoding: ColumnEncoding): unkn
 /** The columns a patch sets, with their values in the same order; none when it sets nothing. */
 export function patchAssignments(patch: KeyPatch): { columns: string[]; values: unknown[] } {
   const fields = (Object.keys(PATCH_COLUMNS) as (keyof KeyPatch)[]).filter((field) => patch[field] !== undefined);
-  return { columns: fields.map((field) => PATCH_COLUMNS[field]), values: fields.map((field) => patch[field] ?? null) };
+  return { columns: fields.map((field) => PATCH_COLUMNS[field]), values: fields.map((field) => patchValue(field, patch[field] ?? null)) };
 }
 
 export function rowToKey(row: Row): KeyRecord {
@@ -97,6 +127,10 @@ export function rowToKey(row: Row): KeyRecord {
     createdAt: timeOf(row.created_at) as string,
     revokedAt: timeOf(row.revoked_at),
     lastUsedAt: timeOf(row.last_used_at),
+    allowedModels: readJsonColumn<string[] | null>(row.allowed_models, null),
+    expiresAt: timeOf(row.expires_at),
+    projectId: (row.project_id as string | null | undefined) ?? null,
+    alerts: readJsonColumn<BudgetAlert[]>(row.alerts, []),
   };
 }
 
@@ -131,6 +165,6 @@ export function assertNanos(nanos: number): void {
 }
 
 // pg returns TIMESTAMPTZ columns as Date; SQLite keeps the ISO text the store wrote.
-function timeOf(value: unknown): string | null {
+export function timeOf(value: unknown): string | null {
   return value instanceof Date ? value.toISOString() : value === null || value === undefined ? null : String(value);
 }

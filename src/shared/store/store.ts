@@ -18,6 +18,59 @@ export interface KeyRecord {
   createdAt: string;
   revokedAt: string | null;
   lastUsedAt: string | null;
+  /** Model ids or glob patterns (`svc/claude-*`) this key may use; null for every model. */
+  allowedModels: string[] | null;
+  /** After this time the key answers 401 like a revoked one; null for never. */
+  expiresAt: string | null;
+  /** The project whose budget and limits this key's requests also count against. */
+  projectId: string | null;
+  alerts: BudgetAlert[];
+}
+
+/** A budget threshold that fires a signed webhook once per budget period. */
+export interface BudgetAlert {
+  thresholdPercent: number;
+  webhookUrl: string;
+}
+
+export interface ProjectRecord {
+  id: string;
+  name: string;
+  budgetUsd: number | null;
+  budgetPeriod: BudgetPeriod;
+  rpm: number | null;
+  tpm: number | null;
+  alerts: BudgetAlert[];
+  createdAt: string;
+}
+
+export type NewProject = Omit<ProjectRecord, 'createdAt'> & { createdAt: string };
+export type ProjectPatch = Partial<Omit<ProjectRecord, 'id' | 'createdAt'>>;
+
+/** One delivery of an alert: claimed once per subject, threshold, webhook and period. */
+export interface AlertDelivery {
+  id: string;
+  subjectKind: 'key' | 'project';
+  subjectId: string;
+  thresholdPercent: number;
+  webhookUrl: string;
+  periodStart: string;
+  /** pending | delivered | failed */
+  status: string;
+  attempts: number;
+  lastStatus: number | null;
+  lastError: string | null;
+  createdAt: string;
+  deliveredAt: string | null;
+}
+
+/** Refused requests (401 by a named key, 402, 403, 429), counted per day, key, model and status. */
+export interface RefusedCount {
+  day: string;
+  keyId: string;
+  model: string;
+  status: number;
+  count: number;
 }
 
 export interface NewKey {
@@ -31,10 +84,14 @@ export interface NewKey {
   rpm?: number | null;
   tpm?: number | null;
   maxConcurrent?: number | null;
+  allowedModels?: string[] | null;
+  expiresAt?: string | null;
+  projectId?: string | null;
+  alerts?: BudgetAlert[];
   createdAt: string;
 }
 
-export type KeyPatch = Partial<Pick<KeyRecord, 'name' | 'budgetUsd' | 'budgetPeriod' | 'rpm' | 'tpm' | 'maxConcurrent'>>;
+export type KeyPatch = Partial<Pick<KeyRecord, 'name' | 'budgetUsd' | 'budgetPeriod' | 'rpm' | 'tpm' | 'maxConcurrent' | 'allowedModels' | 'expiresAt' | 'projectId' | 'alerts'>>;
 
 export interface LedgerEntry {
   id: string;
@@ -134,5 +191,27 @@ export interface Store {
   deleteResponse(id: string, keyId: string): Promise<boolean>;
   /** Deletes responses that expired before `now`; returns how many. */
   purgeResponses(now: string): Promise<number>;
+  // Governance (migration 6): projects, alert deliveries, refused-request counts, bulk import.
+  createProject(project: NewProject): Promise<ProjectRecord>;
+  getProject(id: string): Promise<ProjectRecord | null>;
+  listProjects(): Promise<ProjectRecord[]>;
+  updateProject(id: string, patch: ProjectPatch): Promise<ProjectRecord | null>;
+  /** Deletes the project and detaches its keys; false when there was none. */
+  deleteProject(id: string): Promise<boolean>;
+  /** Ledger cost of the project's keys since a time (inclusive), in nano-USD. */
+  projectSpentNanosSince(projectId: string, since: string): Promise<number>;
+  /** Records an alert delivery unless one exists for the same subject, threshold, webhook and period: true when this call claimed it. */
+  claimAlertDelivery(delivery: AlertDelivery): Promise<boolean>;
+  updateAlertDelivery(id: string, fields: Pick<AlertDelivery, 'status' | 'attempts' | 'lastStatus' | 'lastError' | 'deliveredAt'>): Promise<void>;
+  listAlertDeliveries(filter: { subjectId?: string; limit?: number }): Promise<AlertDelivery[]>;
+  /** Adds counts (each row's count to the stored one). */
+  addRefusedCounts(rows: RefusedCount[]): Promise<void>;
+  /** Refused counts summed per key, model and status over whole days in [since, until]. */
+  queryRefusedCounts(filter: { keyId?: string; since?: string; until?: string }): Promise<Array<Omit<RefusedCount, 'day'>>>;
+  /** Writes a key exactly as given (secret hash, spend and revocation included), replacing one with the same id. */
+  importKey(record: KeyRecord): Promise<void>;
+  importProject(record: ProjectRecord): Promise<void>;
+  /** Writes ledger records that are not there yet (by id), leaving key spend alone; then rebuild the rollups. */
+  importLedger(entries: LedgerEntry[]): Promise<number>;
   close(): Promise<void>;
 }

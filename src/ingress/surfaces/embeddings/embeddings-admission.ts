@@ -4,7 +4,8 @@ import { countEmbeddingTokens } from '../../../shared/embeddings/embeddings-toke
 import type { EmbeddingsRequest } from '../../../shared/embeddings/embeddings-request.js';
 import { GatewayError, invalidApiKey } from '../../../shared/errors.js';
 import { costNanos, usdToNanos } from '../../../shared/pricing.js';
-import type { KeyRecord } from '../../../shared/store/store.js';
+import type { KeyRecord, ProjectRecord } from '../../../shared/store/store.js';
+import { projectAdmission, projectCharge, projectNeedsTokens, projectRefusal } from '../../project-admission.js';
 import { rateLimitHeaders, type AdmittedRequest } from '../../admission.js';
 
 // The same admission as chat (one counters call: revocation, rpm, tpm, concurrency, budget), sized
@@ -17,8 +18,8 @@ function usd(nanos: number): string {
   return `$${whole}.${fraction.padEnd(2, '0')}`;
 }
 
-export async function admitEmbeddings(counters: Counters, key: KeyRecord, request: EmbeddingsRequest, targets: ModelEntry[], requestId: string): Promise<AdmittedRequest> {
-  const needsTokens = key.tpm !== null || key.budgetUsd !== null;
+export async function admitEmbeddings(counters: Counters, key: KeyRecord, request: EmbeddingsRequest, targets: ModelEntry[], requestId: string, project: ProjectRecord | null = null): Promise<AdmittedRequest> {
+  const needsTokens = key.tpm !== null || key.budgetUsd !== null || projectNeedsTokens(project);
   const tokens = needsTokens ? countEmbeddingTokens(request) : 0;
   const reserveNanos = Math.max(0, ...targets.map((model) => costNanos(highestPricing(model), tokens, 0)));
   const admission = await counters.admit({
@@ -28,10 +29,12 @@ export async function admitEmbeddings(counters: Counters, key: KeyRecord, reques
     tokens,
     reserveNanos,
     now: Date.now(),
+    ...projectAdmission(project),
   });
   const headers = rateLimitHeaders(admission.rateLimit);
-  if (admission.ok) return { reservationId: admission.reservationId, reservedNanos: reserveNanos, headers };
+  if (admission.ok) return { reservationId: admission.reservationId, reservedNanos: reserveNanos, headers, project: projectCharge(project) };
   if (admission.reason === 'revoked') throw invalidApiKey();
+  if (admission.level === 'project' && project) throw projectRefusal(project, admission, { reserveNanos, tokens }, headers, usd);
   const { retryAfterSeconds } = admission;
   if (admission.reason === 'budget_exceeded') {
     const period = key.budgetPeriod === 'none' ? 'total' : key.budgetPeriod;

@@ -4,13 +4,13 @@ import type { EmbeddingsJob } from '../../../shared/job.js';
 import { authenticate } from '../../authenticate.js';
 import { replyError, replyJson } from '../../http-reply.js';
 import { resolveTargets } from '../../pipeline/model-resolution.js';
+import { costHeaders } from '../../pipeline/cost-header.js';
 import { enqueueWithReply } from '../../pipeline/job-registration.js';
-import { credentialOf, type PipelineDependencies } from '../../pipeline/request-pipeline.js';
+import { countingRefusals, credentialOf, type PipelineDependencies, type RequestParty } from '../../pipeline/request-pipeline.js';
 import type { RequestContext, RouteHandler, RouteOptions } from '../../pipeline/request-wrapper.js';
 import { admitEmbeddings } from './embeddings-admission.js';
 import { embeddingsBody } from './embeddings-render.js';
 import { parseEmbeddingsRequest } from './embeddings-schema.js';
-import { costHeaders } from '../../pipeline/cost-header.js';
 
 // POST /v1/embeddings (OpenAI's Embeddings API), on the same steps as the chat pipeline:
 // authenticate, read and parse, resolve the models (embedding models only), admit, enqueue a job of
@@ -22,16 +22,24 @@ export const embeddingsRouteOptions: RouteOptions = { headers: ['authorization',
 export function createEmbeddingsHandler(dependencies: PipelineDependencies): RouteHandler {
   const { catalog, counters, keys, transport } = dependencies;
 
-  return async function handle(call: RequestContext): Promise<void> {
+  return (call: RequestContext) => {
+    const party: RequestParty = { keys, credential: credentialOf(call.headers) };
+    return countingRefusals(dependencies.refusals, party, () => handle(call, party));
+  };
+
+  async function handle(call: RequestContext, party: RequestParty): Promise<void> {
     const { res, state } = call;
-    const key = await authenticate(keys, credentialOf(call.headers));
+    const key = await authenticate(keys, party.credential);
+    party.keyId = key.id;
     const body = await call.body!.json();
     if (body === undefined) return;
     const request = parseEmbeddingsRequest(body);
-    const targets = resolveTargets(catalog, request, 'embeddings');
-    const admitted = await admitEmbeddings(counters, key, request, targets, state.requestId);
+    party.model = request.model;
+    const targets = resolveTargets(catalog, request, 'embeddings', key.allowedModels);
+    const project = await keys.projectOf(key);
+    const admitted = await admitEmbeddings(counters, key, request, targets, state.requestId, project);
     state.extraHeaders = admitted.headers;
-    const release = () => counters.settle({ keyId: key.id, reservationId: admitted.reservationId, costNanos: 0, tokens: 0, budgetPeriod: key.budgetPeriod, now: Date.now() });
+    const release = () => counters.settle({ keyId: key.id, reservationId: admitted.reservationId, costNanos: 0, tokens: 0, budgetPeriod: key.budgetPeriod, project: admitted.project, now: Date.now() });
     if (state.aborted) {
       await release();
       return;
@@ -47,6 +55,9 @@ export function createEmbeddingsHandler(dependencies: PipelineDependencies): Rou
       reservationId: admitted.reservationId,
       reservedNanos: admitted.reservedNanos,
       budgetPeriod: key.budgetPeriod,
+      ...(admitted.project ? { project: admitted.project } : {}),
+      ...(key.alerts.length > 0 || (project?.alerts.length ?? 0) > 0 ? { alerting: true as const } : {}),
+      ...(key.expiresAt ? { keyExpiresAt: key.expiresAt } : {}),
       enqueuedAt: Date.now(),
     };
     await enqueueWithReply(call, dependencies, job, (finish) => ({
@@ -67,5 +78,5 @@ export function createEmbeddingsHandler(dependencies: PipelineDependencies): Rou
         },
       },
     }), release);
-  };
+  }
 }

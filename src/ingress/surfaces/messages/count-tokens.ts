@@ -10,8 +10,8 @@ import { messagesToInternal } from './messages-to-internal.js';
  * catalog model. The ingress makes no provider call of its own, so for Anthropic models the count
  * is an estimate (Anthropic's tokenizer is not public); it is the count budgets reserve by.
  */
-export function countMessageTokens(catalog: Catalog, body: unknown, headers: SurfaceHeaders): string {
+export function countMessageTokens(catalog: Catalog, body: unknown, headers: SurfaceHeaders, allowedModels: readonly string[] | null = null): string {
   const request = messagesToInternal(parseMessagesRequest(body, true), headers);
-  resolveTargets(catalog, { ...request, fallbacks: [] });
+  resolveTargets(catalog, { ...request, fallbacks: [] }, 'chat', allowedModels);
   return JSON.stringify({ input_tokens: countPromptTokens(request) });
 }
