@@ -89,10 +89,10 @@ describe('a catalog file with extends: default', () => {
     const localModel = data.find((model) => model.id === 'svc/local-llama')!;
     expect(localModel.provider).toBe('local');
     expect(localModel.provider_configured).toBe(true); // no key needed, none configured
-    expect(data.find((model) => model.id === 'svc/gpt-4o-mini')!.pricing_usd_per_million).toEqual({ prompt: 0.1, completion: 0.5 });
+    expect(data.find((model) => model.id === 'svc/gpt-4o-mini')!.pricing_usd_per_million).toMatchObject({ prompt: 0.1, completion: 0.5 });
     // A built-in model the file does not mention keeps its list price.
     const builtInGpt5 = defaultCatalogFile.models.find((model) => model.id === 'svc/gpt-5')!;
-    expect(data.find((model) => model.id === 'svc/gpt-5')!.pricing_usd_per_million).toEqual({ prompt: builtInGpt5.pricing.prompt_usd_per_million, completion: builtInGpt5.pricing.completion_usd_per_million });
+    expect(data.find((model) => model.id === 'svc/gpt-5')!.pricing_usd_per_million).toMatchObject({ prompt: builtInGpt5.pricing.prompt_usd_per_million, completion: builtInGpt5.pricing.completion_usd_per_million });
   });
 
   it('serves the added model from the local server, without sending it a key', async () => {

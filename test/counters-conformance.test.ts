@@ -137,6 +137,19 @@ function conformance(name: string, backend: () => Promise<Backend>): void {
       const refused = res.find((r) => !r.ok)!;
       expect(reasonOf(refused)).toBe('budget_exceeded');
       expect(retryOf(refused)).toBe(1); // only in-flight reservations are in the way
+      expect(refused).toMatchObject({ ok: false, heldInFlight: true });
+    });
+
+    it('names a budget refusal held only by requests in flight, and not one the spend itself causes', async () => {
+      const { a, b } = make({ spendSource: zero });
+      const key = newKey();
+      const l = limits({ budgetNanos: 1000, budgetPeriod: 'daily' });
+      const held = ok(await a.admit(req(key, l, { reserve: 600 })));
+      expect(await b.admit(req(key, l, { reserve: 600 }))).toMatchObject({ ok: false, reason: 'budget_exceeded', heldInFlight: true });
+      await a.settle({ keyId: key, reservationId: held, costNanos: 600, tokens: 10, budgetPeriod: 'daily', now: T0 });
+      const spent = await b.admit(req(key, l, { reserve: 600 }));
+      expect(spent).toMatchObject({ ok: false, reason: 'budget_exceeded' });
+      expect('heldInFlight' in spent).toBe(false);
     });
 
     it('settling to a smaller real cost frees the rest of the reservation', async () => {

@@ -130,7 +130,7 @@ export async function admitRequest(counters: Counters, key: KeyRecord, request: 
     const minimum = Math.min(minimumCeiling(request, options.minOutputTokens ?? DEFAULT_MIN_OUTPUT_TOKENS), full);
     const ceiling = minimum < full ? `the minimum output of ${minimum} tokens` : request.maxOutputTokens !== undefined ? 'max_tokens' : "the model's output limit";
     let next = minimum < full ? 'Raise the budget.' : 'Lower max_tokens or raise the budget.';
-    if (retryAfterSeconds === IN_FLIGHT_RETRY_SECONDS) next = 'Requests in flight will release what they do not spend within seconds.';
+    if (admission.heldInFlight) next = 'Requests in flight will release what they do not spend within seconds.';
     else if (retryAfterSeconds !== undefined) next = `The budget starts afresh at ${new Date(Date.now() + retryAfterSeconds * 1000).toISOString().replace(/:\d\d\.\d+Z$/, 'Z').replace(/T00:00Z$/, ' 00:00 UTC')}.`;
     throw new GatewayError(
       'budget_exceeded',
@@ -151,9 +151,6 @@ export async function admitRequest(counters: Counters, key: KeyRecord, request: 
   // No retry-after when waiting cannot help (the request alone exceeds the limit).
   throw new GatewayError('rate_limit_exceeded', retryAfterSeconds === undefined ? message : `${message} Try again in ${retryAfterSeconds} s.`, { retryAfterSeconds, headers });
 }
-
-/** The counters' hint when only in-flight reservations stand in the way (IN_FLIGHT_RETRY_MS). */
-const IN_FLIGHT_RETRY_SECONDS = 1;
 
 /** Nano-USD as dollars, exact and without trailing zeros past the cents. */
 function usd(nanos: number): string {

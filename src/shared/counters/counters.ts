@@ -54,6 +54,8 @@ export type Admission =
     /** Whose limit refused it: the key's, or its project's (rateLimit then reports the project's limits). */
     level: 'key' | 'project';
     retryAfterSeconds?: number;
+    /** A budget refusal that only requests in flight cause: it fits once they settle what they do not spend. */
+    heldInFlight?: true;
     rateLimit: RateLimitState;
   };
 

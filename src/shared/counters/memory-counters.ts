@@ -36,6 +36,8 @@ export interface Decision {
   resetMs: number;
   /** Until a retry may succeed; null when it never can (e.g. the request alone exceeds the limit). */
   retryMs: number | null;
+  /** A budget refusal caused only by other requests' reservations. */
+  heldInFlight?: boolean;
 }
 
 /** Rejects inputs that would corrupt integer money or token arithmetic, in both implementations. */
@@ -87,9 +89,10 @@ export function toAdmission(limits: KeyLimits, d: Decision, reservationId: strin
   const rateLimit = toRateLimitState(limits, d);
   if (d.status === 'ok') return { ok: true, reservationId, rateLimit };
   // Retry-After is whole seconds; at least 1 so a client never spins.
+  const held = d.heldInFlight ? { heldInFlight: true as const } : {};
   return d.retryMs === null
-    ? { ok: false, reason: d.status, level, rateLimit }
-    : { ok: false, reason: d.status, level, retryAfterSeconds: Math.max(1, seconds(d.retryMs)), rateLimit };
+    ? { ok: false, reason: d.status, level, rateLimit, ...held }
+    : { ok: false, reason: d.status, level, retryAfterSeconds: Math.max(1, seconds(d.retryMs)), rateLimit, ...held };
 }
 
 /** The counters' own id of a project, apart from every key id (state, spend and seeds are per id). */
@@ -229,10 +232,10 @@ export function createMemoryCounters(options: { spendSource: SpendSource; projec
     const st = stateFor(keyId);
     expire(st, now);
     const live = st.window.length - st.head;
-    const refuse = (status: AdmissionStatus, retryMs: number | null): Decision => {
+    const refuse = (status: AdmissionStatus, retryMs: number | null, heldInFlight = false): Decision => {
       dropIfIdle(keyId, st);
       const resetMs = live > 0 ? st.window[st.window.length - 1].at + WINDOW_MS - now : 0;
-      return { status, windowRequests: live, windowTokens: st.windowTokens, resetMs, retryMs };
+      return heldInFlight ? { status, windowRequests: live, windowTokens: st.windowTokens, resetMs, retryMs, heldInFlight } : { status, windowRequests: live, windowTokens: st.windowTokens, resetMs, retryMs };
     };
     if (revoked.has(keyId)) return refuse('revoked', null);
 
@@ -245,7 +248,8 @@ export function createMemoryCounters(options: { spendSource: SpendSource; projec
         spend.set(keyId, cache);
       }
       if (cache.nanos + st.reservedNanos + reserveNanos > limits.budgetNanos) {
-        return refuse('budget_exceeded', budgetRetryMs(limits, cache.nanos, reserveNanos, now));
+        const held = reserveNanos <= limits.budgetNanos && cache.nanos + reserveNanos <= limits.budgetNanos;
+        return refuse('budget_exceeded', budgetRetryMs(limits, cache.nanos, reserveNanos, now), held);
       }
     }
 

@@ -125,9 +125,10 @@ export function createRedisCounters(options: {
       seed,
       ...projectArgs,
     ]);
-    if (!Array.isArray(reply) || reply.length !== 6) throw new Error(`counters: unexpected admit reply ${JSON.stringify(reply)}`);
-    const [status, windowRequests, windowTokens, resetMs, retryMs, level] = reply as [string, number, number, number, number, Level];
+    if (!Array.isArray(reply) || reply.length !== 7) throw new Error(`counters: unexpected admit reply ${JSON.stringify(reply)}`);
+    const [status, windowRequests, windowTokens, resetMs, retryMs, level, held] = reply as [string, number, number, number, number, Level, string | undefined];
     if (status === 'seed') return { decision: 'seed', level };
+    if (held === 'in_flight') return { decision: { status: status as AdmissionStatus, windowRequests, windowTokens, resetMs, retryMs: retryMs < 0 ? null : retryMs, heldInFlight: true }, level };
     if (!STATUSES.has(status)) throw new Error(`counters: unexpected admit status ${status}`);
     return { decision: { status: status as AdmissionStatus, windowRequests, windowTokens, resetMs, retryMs: retryMs < 0 ? null : retryMs }, level };
   }

@@ -44,7 +44,8 @@
     ARGV[23] project TTL ms for spend
     ARGV[24] project spend seed, '' when the caller has none yet
 
-  Output: { status, windowRequests, windowTokens, resetMs, retryMs (-1: never), level }
+  Output: { status, windowRequests, windowTokens, resetMs, retryMs (-1: never), level, held }, where
+  held is 'in_flight' when only other requests' reservations keep a budget refusal from fitting
     status is ok, revoked, rate_limited, budget_exceeded, concurrency, or seed: the period's
     spend of `level` is unknown here; call again with its seed read from the ledger (first writer
     wins, like SET NX, so concurrent seeders cannot double-count). level is key or project: whose
@@ -125,8 +126,8 @@ local function check(L)
     local newest = redis.call('ZRANGE', L.win, -1, -1, 'WITHSCORES')
     return tonumber(newest[2]) + WINDOW - now
   end
-  local function refuse(status, retry)
-    return { status, count, used, reset_ms(count), retry, L.name }
+  local function refuse(status, retry, held)
+    return { status, count, used, reset_ms(count), retry, L.name, held or '' }
   end
 
   if L.revoked and redis.call('EXISTS', L.revoked) == 1 then return refuse('revoked', -1) end
@@ -136,7 +137,7 @@ local function check(L)
     -- Fresh unless it is for another period kind or an older period (a caller whose clock is
     -- behind just uses the newer period rather than overwriting it).
     if not (s[1] == L.period and s[2] and tonumber(s[2]) >= tonumber(L.pstart)) then
-      if L.seed == '' then return { 'seed', 0, 0, 0, -1, L.name } end
+      if L.seed == '' then return { 'seed', 0, 0, 0, -1, L.name, '' } end
       redis.call('HSET', L.spend, 't', L.period, 'p', L.pstart, 'n', L.seed)
       redis.call('PEXPIRE', L.spend, L.spendTtl)
       s[3] = L.seed
@@ -144,14 +145,16 @@ local function check(L)
     local spent = tonumber(s[3])
     if spent + rsv + reserve > L.budget then
       local retry = -1
+      local held = ''
       if reserve <= L.budget then
         if spent + reserve <= L.budget then
           retry = IN_FLIGHT -- only in-flight reservations are in the way
+          held = 'in_flight'
         elseif L.pend >= 0 then
           retry = L.pend - now
         end
       end
-      return refuse('budget_exceeded', retry)
+      return refuse('budget_exceeded', retry, held)
     end
   end
 
@@ -215,4 +218,4 @@ if key.count > 0 then
   local newest = redis.call('ZRANGE', key.win, -1, -1, 'WITHSCORES')
   reset = tonumber(newest[2]) + WINDOW - now
 end
-return { 'ok', key.count, key.used, reset, -1, 'key' }
+return { 'ok', key.count, key.used, reset, -1, 'key', '' }
