@@ -11,6 +11,7 @@ import { createLostWorkerBiller } from './shared/store/lost-worker-settlement.js
 import { createUsageSettler } from './shared/store/usage-settler.js';
 import { prepareTokenCounter } from './shared/token-counter.js';
 import { openResponseEventLog } from './shared/responses/open-response-event-log.js';
+import { metricsToken } from './shared/observability/metrics-endpoint.js';
 import { createJobHandler } from './workers/job-dispatch.js';
 import { ProviderClient } from './workers/provider-client.js';
 
@@ -70,6 +71,7 @@ export async function startEmbeddedGateway(options: EmbeddedOptions = {}): Promi
     keyCacheMs: transport.keyCacheMs,
     announceKeyChange: transport.announceKeyChange,
     responses: { log: responseEvents.log, retentionMs: config.responseRetentionMs, purgeIntervalMs: config.responsePurgeIntervalMs },
+    metricsToken: metricsToken(environment),
     extend: (app, context) => {
       dashboard.extend(app, context);
       options.extend?.(app, context);

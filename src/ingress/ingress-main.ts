@@ -10,6 +10,7 @@ import { exitOnShutdownSignal } from '../shared/shutdown.js';
 import { createLostWorkerBiller } from '../shared/store/lost-worker-settlement.js';
 import { createUsageSettler } from '../shared/store/usage-settler.js';
 import { openResponseEventLog } from '../shared/responses/open-response-event-log.js';
+import { metricsToken } from '../shared/observability/metrics-endpoint.js';
 import { Dashboard, dashboardPort } from './dashboard/dashboard.js';
 import { startIngress, type RunningIngress } from './server.js';
 
@@ -60,6 +61,7 @@ async function main(): Promise<void> {
     keyCacheMs: config.keyCacheMs,
     announceKeyChange: (publicId) => transport.announceKeyChange(publicId),
     responses: { log: responseEvents.log, retentionMs: config.responseRetentionMs, purgeIntervalMs: config.responsePurgeIntervalMs },
+    metricsToken: metricsToken(environment),
     extend: dashboard.extend,
   });
   const dashboardOwnPort = await dashboard.listen();

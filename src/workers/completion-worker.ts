@@ -7,6 +7,7 @@ import type { Store } from '../shared/store/store.js';
 import { countPromptTokens, countTextTokens } from '../shared/token-counter.js';
 import type { JobControl, JobHandler } from '../shared/transport/transport.js';
 import { makeUsage, type Usage } from '../shared/usage.js';
+import { recordUsage, watchDeploymentHealth } from '../shared/observability/metrics.js';
 import { DeploymentHealth } from './deployment-health.js';
 import { runFallbackChain, type ChainOutcome } from './fallback-chain.js';
 import { createJobSettler, ledgerEntry } from './job-settlement.js';
@@ -39,6 +40,7 @@ export function createCompletionHandler(dependencies: CompletionWorkerDependenci
   const { catalog, client, store, counters, logger, workerId } = dependencies;
   // One per worker process: every job it runs learns from, and steers by, the same deployment health.
   const health = new DeploymentHealth({ logger });
+  watchDeploymentHealth(health);
   const settleJob = createJobSettler({ counters, store, logger });
 
   return async (job: CompletionJob, control: JobControl) => {
@@ -77,6 +79,8 @@ export function createCompletionHandler(dependencies: CompletionWorkerDependenci
   };
 
   function settle(job: CompletionJob, outcome: ChainOutcome, usage: Usage | undefined, status: number): Promise<void> {
-    return settleJob(job, ledgerEntry(job, outcome, usage, status), usage ? usage.prompt_tokens + usage.completion_tokens : 0);
+    const entry = ledgerEntry(job, outcome, usage, status);
+    if (usage && outcome.servedModel) recordUsage(outcome.servedModel.id, usage, entry.costNanos);
+    return settleJob(job, entry, usage ? usage.prompt_tokens + usage.completion_tokens : 0);
   }
 }

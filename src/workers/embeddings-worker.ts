@@ -8,6 +8,7 @@ import type { EmbeddingsJob } from '../shared/job.js';
 import type { Store } from '../shared/store/store.js';
 import type { JobControl, JobHandler } from '../shared/transport/transport.js';
 import { makeUsage, type Usage } from '../shared/usage.js';
+import { recordUsage, watchDeploymentHealth } from '../shared/observability/metrics.js';
 import { DeploymentHealth } from './deployment-health.js';
 import { runEmbeddingsAttempt, type EmbeddingsAttemptResult } from './embeddings-attempt.js';
 import { createJobSettler, ledgerEntry } from './job-settlement.js';
@@ -32,8 +33,12 @@ export function createEmbeddingsHandler(dependencies: EmbeddingsWorkerDependenci
   const { catalog, client, counters, logger, workerId } = dependencies;
   const health = new DeploymentHealth({ logger });
   const settleJob = createJobSettler(dependencies);
-  const settle = (job: EmbeddingsJob, outcome: ChainOutcome<EmbeddingsAttemptResult>, usage: Usage | undefined, status: number) =>
-    settleJob(job, ledgerEntry(job, outcome, usage, status), usage?.prompt_tokens ?? 0);
+  watchDeploymentHealth(health);
+  const settle = (job: EmbeddingsJob, outcome: ChainOutcome<EmbeddingsAttemptResult>, usage: Usage | undefined, status: number) => {
+    const entry = ledgerEntry(job, outcome, usage, status);
+    if (usage && outcome.servedModel) recordUsage(outcome.servedModel.id, usage, entry.costNanos);
+    return settleJob(job, entry, usage?.prompt_tokens ?? 0);
+  };
 
   return async (job: EmbeddingsJob, control: JobControl) => {
     control.publish({ type: 'accepted', worker: workerId });

@@ -7,6 +7,7 @@ import { fallbackableKinds, type UpstreamFailure } from '../shared/providers/cha
 import type { JobControl } from '../shared/transport/transport.js';
 import { callsPerTry } from '../shared/providers/provider-call-limit.js';
 import { failureDetail } from '../shared/providers/failure-messages.js';
+import { recordAttempts } from '../shared/observability/metrics.js';
 import { runChoices } from './choice-fan-out.js';
 import { ProviderCallBudget } from './provider-call-budget.js';
 import type { AttemptVerdict, DeploymentHealth } from './deployment-health.js';
@@ -110,8 +111,14 @@ export function runFallbackChain(job: CompletionJob, control: JobControl, catalo
   });
 }
 
-/** The chain itself, for any kind of job. */
+/** The chain itself, for any kind of job; its attempts are counted in the metrics. */
 export async function runTargetChain<R extends ChainAttemptResult>(jobId: string, targets: string[], control: JobControl, catalog: Catalog, routing: ChainRouting, attempt: ChainAttempt<R>): Promise<ChainOutcome<R>> {
+  const outcome = await runChain(jobId, targets, control, catalog, routing, attempt);
+  recordAttempts(outcome.attempts);
+  return outcome;
+}
+
+async function runChain<R extends ChainAttemptResult>(jobId: string, targets: string[], control: JobControl, catalog: Catalog, routing: ChainRouting, attempt: ChainAttempt<R>): Promise<ChainOutcome<R>> {
   const { health } = routing;
   const attempts: AttemptRecord[] = [];
   const clientMessages = new Map<AttemptRecord, string>();

@@ -1,3 +1,4 @@
+import { jobFinished, jobTaken } from '../shared/observability/metrics.js';
 import type { JobHandler } from '../shared/transport/transport.js';
 import { createCompletionHandler, type CompletionWorkerDependencies } from './completion-worker.js';
 import { createEmbeddingsHandler } from './embeddings-worker.js';
@@ -6,5 +7,12 @@ import { createEmbeddingsHandler } from './embeddings-worker.js';
 export function createJobHandler(dependencies: CompletionWorkerDependencies): JobHandler {
   const completions = createCompletionHandler(dependencies);
   const embeddings = createEmbeddingsHandler(dependencies);
-  return (job, control) => (job.kind === 'embeddings' ? embeddings(job, control) : completions(job, control));
+  return async (job, control) => {
+    jobTaken(job.enqueuedAt);
+    try {
+      await (job.kind === 'embeddings' ? embeddings(job, control) : completions(job, control));
+    } finally {
+      jobFinished();
+    }
+  };
 }

@@ -7,6 +7,7 @@ import { openRedis, quitQuietly, waitUntilReady } from '../shared/transport/redi
 import { releaseReservation } from '../shared/counters/release-reservation.js';
 import { exitOnShutdownSignal } from '../shared/shutdown.js';
 import { createRedisWorkerTransport } from '../shared/transport/redis-transport-factory.js';
+import { metricsPort, metricsToken, startMetricsServer } from '../shared/observability/metrics-endpoint.js';
 import { createJobHandler } from './job-dispatch.js';
 import { ProviderClient } from './provider-client.js';
 
@@ -40,11 +41,16 @@ async function main(): Promise<void> {
   });
   const handler = createJobHandler({ catalog, client, store, counters, logger, workerId: transport.workerId });
   await transport.start(handler, { concurrency: config.workerConcurrency });
+  // Workers have no HTTP server of their own: Prometheus scrapes this one (SWITCHBOARD_METRICS_PORT).
+  const scrapePort = metricsPort(environment);
+  const metricsServer = scrapePort === undefined ? undefined : await startMetricsServer(scrapePort, config.host, metricsToken(environment), logger);
+  if (metricsServer) process.stdout.write(`Worker metrics on http://${config.host}:${metricsServer.port}/metrics\n`);
   process.stdout.write(`Switchboard worker ${transport.workerId} ready (concurrency ${config.workerConcurrency})\n`);
 
   exitOnShutdownSignal(logger, 'worker', async (signal) => {
     logger.info({ signal, active: transport.active }, 'worker finishing its active jobs');
     await transport.close(config.drainDeadlineMs);
+    await metricsServer?.close();
     await client.close();
     await ledgerConsumer.stop();
     await counters.close();

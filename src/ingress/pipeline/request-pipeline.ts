@@ -12,6 +12,7 @@ import type { JobRouter, PendingJob } from '../job-router.js';
 import type { KeyDirectory } from '../key-directory.js';
 import { SseWriter } from '../sse-writer.js';
 import { resolveTargets } from './model-resolution.js';
+import { meteredHandler, meterJob } from './request-metering.js';
 import type { RequestContext, RouteHandler, RouteOptions } from './request-wrapper.js';
 import { replyRendered } from './surface-reply.js';
 import type { JobTakeover, RenderContext, RenderingSurface, Surface, SurfaceHeaders } from './surface.js';
@@ -120,7 +121,7 @@ export function createSurfaceHandler(surface: Surface, dependencies: PipelineDep
   }
 
   /** Registered through the request wrapper with surfaceRouteOptions. */
-  return async function handle(call: RequestContext): Promise<void> {
+  return meteredHandler(surface.name, async function handle(call: RequestContext): Promise<void> {
     const { res, state } = call;
     const idHeaders = surface.requestIdHeader ? [surface.requestIdHeader(state.requestId)] : [];
     state.extraHeaders = idHeaders;
@@ -131,6 +132,7 @@ export function createSurfaceHandler(surface: Surface, dependencies: PipelineDep
     if (body === undefined) return;
     const request = await surface.parse(body, call.headers, { keyId: key.id });
     const targets = resolveTargets(catalog, request);
+    call.model = targets[0]?.id;
     checkProviderCallLimit(request, targets, catalog);
     const admitted = await admitRequest(counters, key, request, targets, state.requestId);
     state.extraHeaders = [...idHeaders, ...admitted.headers];
@@ -168,23 +170,29 @@ export function createSurfaceHandler(surface: Surface, dependencies: PipelineDep
       });
       pending = takeover.pending;
     }
-    call.onAbort = takeover ? takeover.clientGone : () => {
+    const metered = meterJob(surface.name, call, job.stream, pending);
+    call.onAbort = takeover ? () => {
+      metered.clientGone();
+      takeover.clientGone();
+    } : () => {
+      metered.clientGone();
       finish();
       transport.cancel(job.id);
     };
-    router.register(job.id, pending);
+    router.register(job.id, metered);
     dependencies.openRequests.add(job.id);
     try {
       await takeover?.ready;
       await transport.enqueue(job);
     } catch (error) {
       finish();
+      metered.discard();
       takeover?.refused?.();
       await release();
       throw error;
     }
     takeover?.enqueued?.();
-  };
+  });
 }
 
 /**

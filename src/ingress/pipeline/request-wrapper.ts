@@ -32,6 +32,10 @@ export interface RequestContext {
   readonly body: PendingBody | undefined;
   /** Called once if the client goes away before the reply is complete. */
   onAbort?: () => void;
+  /** For metrics and traces: the catalog id of the requested model once resolved. */
+  model?: string;
+  /** For metrics: performance.now() when the request arrived. */
+  startedAt?: number;
 }
 
 export interface RouteOptions {

@@ -4,6 +4,7 @@ import type { EmbeddingsJob } from '../../../shared/job.js';
 import { authenticate } from '../../authenticate.js';
 import { replyError, replyJson } from '../../http-reply.js';
 import { resolveTargets } from '../../pipeline/model-resolution.js';
+import { meteredHandler, meterJob } from '../../pipeline/request-metering.js';
 import { credentialOf, type PipelineDependencies } from '../../pipeline/request-pipeline.js';
 import type { RequestContext, RouteHandler, RouteOptions } from '../../pipeline/request-wrapper.js';
 import { admitEmbeddings } from './embeddings-admission.js';
@@ -20,13 +21,14 @@ export const embeddingsRouteOptions: RouteOptions = { headers: ['authorization',
 export function createEmbeddingsHandler(dependencies: PipelineDependencies): RouteHandler {
   const { catalog, counters, keys, transport, router } = dependencies;
 
-  return async function handle(call: RequestContext): Promise<void> {
+  return meteredHandler('embeddings', async function handle(call: RequestContext): Promise<void> {
     const { res, state } = call;
     const key = await authenticate(keys, credentialOf(call.headers));
     const body = await call.body!.json();
     if (body === undefined) return;
     const request = parseEmbeddingsRequest(body);
     const targets = resolveTargets(catalog, request, 'embeddings');
+    call.model = targets[0]?.id;
     const admitted = await admitEmbeddings(counters, key, request, targets, state.requestId);
     state.extraHeaders = admitted.headers;
     const release = () => counters.settle({ keyId: key.id, reservationId: admitted.reservationId, costNanos: 0, tokens: 0, budgetPeriod: key.budgetPeriod, now: Date.now() });
@@ -51,7 +53,7 @@ export function createEmbeddingsHandler(dependencies: PipelineDependencies): Rou
       router.unregister(job.id);
       dependencies.openRequests.delete(job.id);
     };
-    router.register(job.id, {
+    const metered = meterJob('embeddings', call, false, {
       onEvent(event) {
         if (event.type === 'completed') {
           finish();
@@ -67,8 +69,10 @@ export function createEmbeddingsHandler(dependencies: PipelineDependencies): Rou
         replyError(res, state, new GatewayError('worker_lost', 'Events of this request were lost between the worker and the gateway.'));
       },
     });
+    router.register(job.id, metered);
     dependencies.openRequests.add(job.id);
     call.onAbort = () => {
+      metered.clientGone();
       finish();
       transport.cancel(job.id);
     };
@@ -76,8 +80,9 @@ export function createEmbeddingsHandler(dependencies: PipelineDependencies): Rou
       await transport.enqueue(job);
     } catch (error) {
       finish();
+      metered.discard();
       await release();
       throw error;
     }
-  };
+  });
 }
