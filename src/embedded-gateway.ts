@@ -12,6 +12,7 @@ import { createUsageSettler } from './shared/store/usage-settler.js';
 import { prepareTokenCounter } from './shared/token-counter.js';
 import { openResponseEventLog } from './shared/responses/open-response-event-log.js';
 import { metricsToken } from './shared/observability/metrics-endpoint.js';
+import { startTracing, stopTracing } from './shared/observability/tracing.js';
 import { createJobHandler } from './workers/job-dispatch.js';
 import { ProviderClient } from './workers/provider-client.js';
 
@@ -40,6 +41,8 @@ export async function startEmbeddedGateway(options: EmbeddedOptions = {}): Promi
   const environment = options.environment ?? process.env;
   const config = readConfig(environment);
   const logger = createLogger(config.logLevel, 'switchboard');
+  // Before the routes are built: they read the trace headers only when traces are on.
+  const tracing = startTracing(environment, 'switchboard');
   const catalog = options.catalog ?? loadCatalog(environment);
   const admin = resolveAdminToken(config, environment);
   if (admin.generated) {
@@ -97,6 +100,7 @@ export async function startEmbeddedGateway(options: EmbeddedOptions = {}): Promi
       await transport.close();
       await responseEvents.close();
       await store.close();
+      if (tracing) await stopTracing();
     },
   };
 }

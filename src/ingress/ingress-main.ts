@@ -11,6 +11,7 @@ import { createLostWorkerBiller } from '../shared/store/lost-worker-settlement.j
 import { createUsageSettler } from '../shared/store/usage-settler.js';
 import { openResponseEventLog } from '../shared/responses/open-response-event-log.js';
 import { metricsToken } from '../shared/observability/metrics-endpoint.js';
+import { startTracing, stopTracing } from '../shared/observability/tracing.js';
 import { Dashboard, dashboardPort } from './dashboard/dashboard.js';
 import { startIngress, type RunningIngress } from './server.js';
 
@@ -22,6 +23,8 @@ async function main(): Promise<void> {
   const environment = process.env;
   const config = readConfig(environment);
   const logger = createLogger(config.logLevel, 'switchboard-ingress');
+  // Before the routes are built: they read the trace headers only when traces are on.
+  if (startTracing(environment, 'switchboard-ingress')) logger.info('OpenTelemetry traces on (OTLP/HTTP)');
   const { redisUrl } = requireScaleOutServices(config, 'ingress');
   const settings = readScaleOutSettings(environment);
   const catalog = loadCatalog(environment);
@@ -77,6 +80,7 @@ async function main(): Promise<void> {
     await quitQuietly(countersRedis);
     await responseEvents.close();
     await store.close();
+    await stopTracing();
   });
 }
 

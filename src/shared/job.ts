@@ -4,6 +4,7 @@ import type { InternalRequest } from './internal/request.js';
 import type { CompletionChoice, FinishDetail, FinishReason, StreamDeltaPart } from './providers/chat-adapter.js';
 import type { BudgetPeriod } from './store/store.js';
 import type { Usage } from './usage.js';
+import type { TraceCarrier } from './observability/tracing.js';
 
 /** Everything a worker needs to run one completion; small, since it crosses Redis when scaled out. */
 export interface CompletionJob {
@@ -22,6 +23,8 @@ export interface CompletionJob {
   reservedNanos?: number;
   budgetPeriod?: BudgetPeriod;
   enqueuedAt: number;
+  /** W3C trace context of the ingress's request span, when tracing is on (one trace across processes). */
+  trace?: TraceCarrier;
 }
 
 /** An embeddings request (POST /v1/embeddings): the same queue, admission and settlement, no stream. */

@@ -47,6 +47,7 @@ export function createEmbeddingsHandler(dependencies: EmbeddingsWorkerDependenci
     try {
       outcome = await runTargetChain(job.id, job.targets, control, catalog, { health, logger }, {
         calls: () => 1,
+        operation: 'embeddings',
         run: ({ deployment, provider }) => runEmbeddingsAttempt({ request: job.request, deployment, provider, client, signal: control.signal }),
       });
     } catch (error) {

@@ -8,6 +8,7 @@ import type { JobControl } from '../shared/transport/transport.js';
 import { callsPerTry } from '../shared/providers/provider-call-limit.js';
 import { failureDetail } from '../shared/providers/failure-messages.js';
 import { recordAttempts } from '../shared/observability/metrics.js';
+import { endAttempt, startAttempt } from './attempt-tracing.js';
 import { runChoices } from './choice-fan-out.js';
 import { ProviderCallBudget } from './provider-call-budget.js';
 import type { AttemptVerdict, DeploymentHealth } from './deployment-health.js';
@@ -43,6 +44,8 @@ export interface ChainAttempt<R extends ChainAttemptResult> {
   /** Provider calls the try needs at least (counted against the cap per request). */
   calls(target: ChainTarget): number;
   run(target: ChainTarget, budget: ProviderCallBudget): Promise<R>;
+  /** The GenAI operation name of the attempt spans (`chat` unless given). */
+  operation?: string;
 }
 
 export interface ChainRouting {
@@ -178,10 +181,12 @@ async function runChain<R extends ChainAttemptResult>(jobId: string, targets: st
       const startedAt = performance.now();
       let result: R | undefined;
       let verdict: AttemptVerdict | undefined;
+      const span = startAttempt(attempt.operation ?? 'chat', target);
       try {
         result = await attempt.run(target, budget);
         verdict = result.ok ? { kind: 'success', latencyMs: result.latencyMs } : { kind: 'failure', failure: result.failure };
       } finally {
+        endAttempt(span, target, result);
         // Always reported, so a probe that ended in an exception does not hold the deployment forever.
         health.report(deployment.id, provider.cooldown, verdict, pick.probe);
       }

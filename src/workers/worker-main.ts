@@ -8,6 +8,7 @@ import { releaseReservation } from '../shared/counters/release-reservation.js';
 import { exitOnShutdownSignal } from '../shared/shutdown.js';
 import { createRedisWorkerTransport } from '../shared/transport/redis-transport-factory.js';
 import { metricsPort, metricsToken, startMetricsServer } from '../shared/observability/metrics-endpoint.js';
+import { startTracing, stopTracing } from '../shared/observability/tracing.js';
 import { createJobHandler } from './job-dispatch.js';
 import { ProviderClient } from './provider-client.js';
 
@@ -20,6 +21,7 @@ async function main(): Promise<void> {
   const environment = process.env;
   const config = readConfig(environment);
   const logger = createLogger(config.logLevel, 'switchboard-worker');
+  if (startTracing(environment, 'switchboard-worker')) logger.info('OpenTelemetry traces on (OTLP/HTTP)');
   const { redisUrl } = requireScaleOutServices(config, 'worker');
   const settings = readScaleOutSettings(environment);
   const catalog = loadCatalog(environment);
@@ -56,6 +58,7 @@ async function main(): Promise<void> {
     await counters.close();
     await quitQuietly(countersRedis);
     await store.close();
+    await stopTracing();
   });
 }
 

@@ -1,5 +1,6 @@
 import { errorFromDescription, GatewayError } from '../../shared/errors.js';
 import { recordFirstToken, recordRefusal, recordRequest, streamClosed, streamOpened, unresolvedModel } from '../../shared/observability/metrics.js';
+import { endSpan, startRequestSpan } from '../../shared/observability/tracing.js';
 import type { PendingJob } from '../job-router.js';
 import type { RequestContext, RouteHandler } from './request-wrapper.js';
 
@@ -15,12 +16,15 @@ export function meteredHandler(surface: string, handler: RouteHandler): RouteHan
   return async (call) => {
     const startedAt = performance.now();
     call.startedAt = startedAt;
+    call.span = startRequestSpan(surface, call.headers.traceparent, call.headers.tracestate);
     try {
       await handler(call);
     } catch (error) {
       const known = error instanceof GatewayError;
       if (known) recordRefusal(error.code);
-      recordRequest(surface, call.model ?? unresolvedModel, unresolvedModel, known ? error.status : 500, startedAt);
+      const status = known ? error.status : 500;
+      recordRequest(surface, call.model ?? unresolvedModel, unresolvedModel, status, startedAt);
+      endSpan(call.span, { 'http.response.status_code': status, 'gen_ai.request.model': call.model ?? unresolvedModel, 'error.type': known ? error.code : 'internal_error' }, true, known ? error.code : 'internal_error');
       throw error;
     }
   };
@@ -45,6 +49,7 @@ export function meterJob(surface: string, call: RequestContext, stream: boolean,
     ended = true;
     if (stream) streamClosed();
     recordRequest(surface, model, servedModel, status, startedAt);
+    endSpan(call.span, { 'http.response.status_code': status, 'gen_ai.request.model': model, 'gen_ai.response.model': servedModel }, status >= 500);
   };
   return {
     onEvent(event) {
@@ -78,6 +83,7 @@ export function meterJob(surface: string, call: RequestContext, stream: boolean,
       if (ended) return;
       ended = true;
       if (stream) streamClosed();
+      // The handler's refusal ends the span.
     },
   };
 }

@@ -13,6 +13,7 @@ import type { KeyDirectory } from '../key-directory.js';
 import { SseWriter } from '../sse-writer.js';
 import { resolveTargets } from './model-resolution.js';
 import { meteredHandler, meterJob } from './request-metering.js';
+import { carrierOf, tracingEnabled } from '../../shared/observability/tracing.js';
 import type { RequestContext, RouteHandler, RouteOptions } from './request-wrapper.js';
 import { replyRendered } from './surface-reply.js';
 import type { JobTakeover, RenderContext, RenderingSurface, Surface, SurfaceHeaders } from './surface.js';
@@ -44,7 +45,8 @@ export function credentialOf(headers: SurfaceHeaders): string {
 /** How the request wrapper serves a surface's route: its headers, a body, its error shape. */
 export function surfaceRouteOptions(surface: Surface): RouteOptions {
   return {
-    headers: surface.headerNames,
+    // The W3C trace context is read only when traces are on (startTracing runs before the routes exist).
+    headers: tracingEnabled() ? [...surface.headerNames, 'traceparent', 'tracestate'] : surface.headerNames,
     body: true,
     renderError: (res, state, error, closeConnection) => replyRendered(res, state, surface.renderError(asGatewayError(error)), closeConnection),
   };
@@ -152,6 +154,7 @@ export function createSurfaceHandler(surface: Surface, dependencies: PipelineDep
       reservedNanos: admitted.reservedNanos,
       budgetPeriod: key.budgetPeriod,
       enqueuedAt: Date.now(),
+      trace: carrierOf(call.span),
     };
     const context: RenderContext = { jobId: job.id, created: Math.floor(job.enqueuedAt / 1000), request };
     const finish = () => {

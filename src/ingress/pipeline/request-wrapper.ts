@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import type { Logger } from 'pino';
+import type { Span } from '@opentelemetry/api';
 import { GatewayError } from '../../shared/errors.js';
 import { PendingBody, type BodyLimits } from '../body-reader.js';
 import { replyError, type ReplyState } from '../http-reply.js';
@@ -36,6 +37,8 @@ export interface RequestContext {
   model?: string;
   /** For metrics: performance.now() when the request arrived. */
   startedAt?: number;
+  /** The request's span when tracing is on. */
+  span?: Span;
 }
 
 export interface RouteOptions {

@@ -5,6 +5,7 @@ import { authenticate } from '../../authenticate.js';
 import { replyError, replyJson } from '../../http-reply.js';
 import { resolveTargets } from '../../pipeline/model-resolution.js';
 import { meteredHandler, meterJob } from '../../pipeline/request-metering.js';
+import { carrierOf } from '../../../shared/observability/tracing.js';
 import { credentialOf, type PipelineDependencies } from '../../pipeline/request-pipeline.js';
 import type { RequestContext, RouteHandler, RouteOptions } from '../../pipeline/request-wrapper.js';
 import { admitEmbeddings } from './embeddings-admission.js';
@@ -16,7 +17,7 @@ import { parseEmbeddingsRequest } from './embeddings-schema.js';
 // the embeddings kind, answer from its `completed` event. Never streamed. Errors in OpenAI's shape.
 
 /** Registered through the request wrapper: the key's headers and a body. */
-export const embeddingsRouteOptions: RouteOptions = { headers: ['authorization', 'x-api-key'], body: true };
+export const embeddingsRouteOptions: RouteOptions = { headers: ['authorization', 'x-api-key', 'traceparent', 'tracestate'], body: true };
 
 export function createEmbeddingsHandler(dependencies: PipelineDependencies): RouteHandler {
   const { catalog, counters, keys, transport, router } = dependencies;
@@ -48,6 +49,7 @@ export function createEmbeddingsHandler(dependencies: PipelineDependencies): Rou
       reservedNanos: admitted.reservedNanos,
       budgetPeriod: key.budgetPeriod,
       enqueuedAt: Date.now(),
+      trace: carrierOf(call.span),
     };
     const finish = () => {
       router.unregister(job.id);
