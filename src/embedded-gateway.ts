@@ -13,7 +13,9 @@ import { prepareTokenCounter } from './shared/token-counter.js';
 import { openResponseEventLog } from './shared/responses/open-response-event-log.js';
 import { metricsToken } from './shared/observability/metrics-endpoint.js';
 import { startTracing, stopTracing } from './shared/observability/tracing.js';
+import { readPayloadLogSettings, startPayloadPurge } from './shared/store/payload-log-settings.js';
 import { createJobHandler } from './workers/job-dispatch.js';
+import { createPayloadRecorder } from './workers/payload-recorder.js';
 import { ProviderClient } from './workers/provider-client.js';
 
 // The embedded default: ingress and workers in one process, joined by the in-process transport,
@@ -57,7 +59,10 @@ export async function startEmbeddedGateway(options: EmbeddedOptions = {}): Promi
   const client = new ProviderClient();
   const dashboard = new Dashboard({ port: dashboardPort(environment), host: config.host, logger });
   const responseEvents = openResponseEventLog(config, readScaleOutSettings(environment).redisPrefix, logger);
-  await transport.worker.start(createJobHandler({ catalog, client, store, counters, logger, workerId: transport.worker.workerId }), { concurrency: config.workerConcurrency });
+  const payloadSettings = readPayloadLogSettings(environment);
+  const payloadPurge = startPayloadPurge(store, payloadSettings, logger);
+  const payloads = createPayloadRecorder(store, catalog, payloadSettings, logger);
+  await transport.worker.start(createJobHandler({ catalog, client, store, counters, logger, workerId: transport.worker.workerId, payloads }), { concurrency: config.workerConcurrency });
   const ingress = await startIngress({
     port: config.port,
     host: config.host,
@@ -99,6 +104,7 @@ export async function startEmbeddedGateway(options: EmbeddedOptions = {}): Promi
       await counters.close();
       await transport.close();
       await responseEvents.close();
+      payloadPurge.stop();
       await store.close();
       if (tracing) await stopTracing();
     },

@@ -21,6 +21,7 @@ import { countMessageTokens } from './surfaces/messages/count-tokens.js';
 import { messagesSurface } from './surfaces/messages/messages-surface.js';
 import { listenExclusive } from './listen-exclusive.js';
 import { registerMetricsRoute } from './metrics-route.js';
+import { registerPayloadLogRoutes } from './payload-log-routes.js';
 import { watchQueueDepth } from '../shared/observability/metrics.js';
 import { loadUws } from './uws-loader.js';
 import { registerResponsesRoutes } from './surfaces/responses/responses-routes.js';
@@ -136,6 +137,7 @@ export async function startIngress(options: IngressOptions): Promise<RunningIngr
   registerResponsesRoutes(app, { ...responses, pipeline, route, keys, store: options.store, logger: options.logger, cancelJob: (jobId) => options.transport.cancel(jobId) });
   const admin: AdminDependencies = { store: options.store, counters: options.counters, keys, adminToken: options.adminToken, logger: options.logger, announceKeyChange: options.announceKeyChange };
   registerAdminRoutes(app, admin, route);
+  registerPayloadLogRoutes(app, admin, route);
   registerMetricsRoute(app, route, options.metricsToken);
   if (options.transport.waitingCount) watchQueueDepth(options.transport.waitingCount);
   options.extend?.(app, { admin, catalog: options.catalog, route });

@@ -12,6 +12,7 @@ import { DeploymentHealth } from './deployment-health.js';
 import { runFallbackChain, type ChainOutcome } from './fallback-chain.js';
 import { createJobSettler, ledgerEntry } from './job-settlement.js';
 import { refusedBeforeStart } from './key-gate.js';
+import type { PayloadRecorder } from './payload-recorder.js';
 import type { ProviderClient } from './provider-client.js';
 
 export interface CompletionWorkerDependencies {
@@ -21,6 +22,8 @@ export interface CompletionWorkerDependencies {
   counters: Counters;
   logger: Logger;
   workerId: string;
+  /** Opt-in request logs (absent: none are kept). */
+  payloads?: PayloadRecorder;
 }
 
 /** Provider usage when reported; otherwise a tokenizer count, marked estimated (never zero). */
@@ -72,6 +75,18 @@ export function createCompletionHandler(dependencies: CompletionWorkerDependenci
       }
     }
     await control.flush();
+    // After the answer has left: request logs never delay a client.
+    if (dependencies.payloads) {
+      const result = outcome.result?.ok ? outcome.result : undefined;
+      await dependencies.payloads.record(job, {
+        status: ledgerStatus(outcome, cancelled),
+        model: outcome.servedModel?.id ?? null,
+        ...(job.stream ? { text: result?.completionText ?? '' } : { choices: result?.choices ?? [] }),
+        usage: billed ?? null,
+        error: outcome.error ? describeError(outcome.error) : null,
+        attempts: outcome.attempts,
+      });
+    }
     logger.info(
       { jobId: job.id, keyId: job.keyId, model: job.targets[0], served: outcome.servedModel?.id, attempts: outcome.attempts.map((attempt) => `${attempt.model}${attempt.deployment ? `@${attempt.deployment}` : ''}:${attempt.outcome}`), cancelled },
       'completion finished',

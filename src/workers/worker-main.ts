@@ -9,7 +9,9 @@ import { exitOnShutdownSignal } from '../shared/shutdown.js';
 import { createRedisWorkerTransport } from '../shared/transport/redis-transport-factory.js';
 import { metricsPort, metricsToken, startMetricsServer } from '../shared/observability/metrics-endpoint.js';
 import { startTracing, stopTracing } from '../shared/observability/tracing.js';
+import { readPayloadLogSettings, startPayloadPurge } from '../shared/store/payload-log-settings.js';
 import { createJobHandler } from './job-dispatch.js';
+import { createPayloadRecorder } from './payload-recorder.js';
 import { ProviderClient } from './provider-client.js';
 
 // The `worker` process of the scaled-out deployment (Procfile): pulls completion jobs from BullMQ,
@@ -41,7 +43,10 @@ async function main(): Promise<void> {
     logger.info({ jobId: job.id, reason }, 'job dropped without running');
     await releaseReservation(counters, job, logger);
   });
-  const handler = createJobHandler({ catalog, client, store, counters, logger, workerId: transport.workerId });
+  const payloadSettings = readPayloadLogSettings(environment);
+  const payloadPurge = startPayloadPurge(store, payloadSettings, logger);
+  const payloads = createPayloadRecorder(store, catalog, payloadSettings, logger);
+  const handler = createJobHandler({ catalog, client, store, counters, logger, workerId: transport.workerId, payloads });
   await transport.start(handler, { concurrency: config.workerConcurrency });
   // Workers have no HTTP server of their own: Prometheus scrapes this one (SWITCHBOARD_METRICS_PORT).
   const scrapePort = metricsPort(environment);
@@ -55,6 +60,7 @@ async function main(): Promise<void> {
     await metricsServer?.close();
     await client.close();
     await ledgerConsumer.stop();
+    payloadPurge.stop();
     await counters.close();
     await quitQuietly(countersRedis);
     await store.close();

@@ -1,3 +1,4 @@
+import type { PayloadRecord } from './payload-log-records.js';
 import type { AttemptRecord } from '../job.js';
 
 export type BudgetPeriod = 'none' | 'daily' | 'weekly' | 'monthly';
@@ -123,5 +124,12 @@ export interface Store {
   deleteResponse(id: string, keyId: string): Promise<boolean>;
   /** Deletes responses that expired before `now`; returns how many. */
   purgeResponses(now: string): Promise<number>;
+  /** Opt-in request logs (payload-log-records.ts): a key's setting, null when it follows the default. */
+  setPayloadLogging(keyId: string, enabled: boolean | null): Promise<void>;
+  payloadLogging(keyId: string): Promise<boolean | null>;
+  savePayload(record: PayloadRecord): Promise<void>;
+  getPayload(id: string): Promise<PayloadRecord | null>;
+  /** Deletes logs created before `before` and the oldest beyond `maxTotalBytes`; returns how many. */
+  purgePayloads(before: string, maxTotalBytes: number): Promise<number>;
   close(): Promise<void>;
 }
