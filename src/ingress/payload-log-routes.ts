@@ -1,6 +1,7 @@
 import type { TemplatedApp } from 'uWebSockets.js';
 import { z } from 'zod';
 import { GatewayError } from '../shared/errors.js';
+import type { Store } from '../shared/store/store.js';
 import { adminTokenGuard, type AdminDependencies } from './admin-routes.js';
 import { replyJson } from './http-reply.js';
 import type { RouteWrapper } from './pipeline/request-wrapper.js';
@@ -44,8 +45,13 @@ export function registerPayloadLogRoutes(app: TemplatedApp, dependencies: AdminD
 
   app.get('/admin/v1/requests/:id/payload', route('admin get payload', options, async ({ res, state, headers, parameters, remoteAddress }) => {
     guard.checkBearer(remoteAddress, headers.authorization ?? '');
-    const record = await store.getPayload(checkedId(parameters[0]!));
-    if (!record) throw new GatewayError('not_found', `No request log for '${parameters[0]}': logging was off for its key, or the log has been purged.`, { param: 'id' });
-    replyJson(res, state, 200, JSON.stringify({ id: record.id, object: 'request_log', key_id: record.keyId, created_at: record.createdAt, request: parsedBody(record.request), response: parsedBody(record.response) }));
+    replyJson(res, state, 200, JSON.stringify(await requestLogBody(store, parameters[0]!)));
   }));
+}
+
+/** One request's log as the admin API and the dashboard show it; 404 when none was kept. */
+export async function requestLogBody(store: Store, id: string): Promise<Record<string, unknown>> {
+  const record = await store.getPayload(checkedId(id));
+  if (!record) throw new GatewayError('not_found', `No request log for '${id}': logging was off for its key, or the log has been purged.`, { param: 'id' });
+  return { id: record.id, object: 'request_log', key_id: record.keyId, created_at: record.createdAt, request: parsedBody(record.request), response: parsedBody(record.response) };
 }

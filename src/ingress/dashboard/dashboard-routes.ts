@@ -3,6 +3,7 @@ import type { AdminTokenGuard } from '../admin-token-guard.js';
 import { adminRoutes, adminTokenGuard, type AdminRoute } from '../admin-routes.js';
 import { replyJson, type ReplyState } from '../http-reply.js';
 import { modelsListBody } from '../models-route.js';
+import { requestLogBody } from '../payload-log-routes.js';
 import type { IngressContext } from '../server.js';
 import { dashboardRouteOptions, DashboardError, notFound, replyAsset, replyFailure, replyRedirect, snapshot, type RequestSnapshot } from './dashboard-http.js';
 import { DashboardSessions, readCookie, sessionCookie, sessionCookieName, SessionSigner, type Session } from './session.js';
@@ -106,6 +107,7 @@ export function registerDashboardRoutes(app: TemplatedApp, services: DashboardSe
   });
 
   api('get', '/dashboard/api/models', 'read', false, async () => [200, services.modelsBody]);
+  api('get', '/dashboard/api/requests/:id/payload', 'read', false, async ({ request }) => [200, await requestLogBody(context.admin.store, request.parameter)]);
   for (const route of services.actions) {
     api(route.method, `/dashboard/api${route.path}`, route.method === 'get' ? 'read' : 'change', route.withBody, ({ res, state, request, body }) =>
       route.action({ res, state, parameter: request.parameter, query: request.query, body }),
