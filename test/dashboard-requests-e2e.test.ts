@@ -101,7 +101,26 @@ describe.runIf(existsSync(chromiumPath))('dashboard request page in Chromium', (
     await expect(page.getByRole('region', { name: 'Request body' }).count()).resolves.toBe(0);
     await page.goto(`${deployment.url()}/dashboard/#/usage`);
     await page.getByRole('heading', { name: 'Recent requests' }).waitFor();
+    // Chart legends away from the bars show the range ("all") and its total, not dashes.
+    const legends = page.locator('.u-legend');
+    await expect(legends.count()).resolves.toBe(3);
+    for (const text of await legends.allInnerTexts()) {
+      expect(text).not.toContain('—');
+      expect(text).toMatch(/all/);
+    }
     await page.screenshot({ path: join(screenshots, 'usage-attempts.png'), fullPage: true });
+
+    // A disabled field looks disabled: Budget period without a budget is greyed out.
+    await page.getByRole('link', { name: 'API keys' }).click();
+    await page.getByRole('button', { name: 'Create key' }).first().click();
+    const period = page.getByRole('dialog').getByLabel('Budget period');
+    await expect(period.isDisabled()).resolves.toBe(true);
+    const look = (element: Element) => { const style = getComputedStyle(element); return [style.backgroundColor, style.color, style.cursor]; };
+    await expect(period.evaluate(look)).resolves.toEqual(['rgb(243, 244, 246)', 'rgb(156, 163, 175)', 'not-allowed']);
+    await page.getByRole('dialog').getByLabel('Budget (USD)').fill('5');
+    await expect(period.evaluate(look)).resolves.not.toEqual(['rgb(243, 244, 246)', 'rgb(156, 163, 175)', 'not-allowed']);
+    await page.getByRole('dialog').getByLabel('Budget (USD)').fill('');
+    await page.getByRole('dialog').screenshot({ path: join(screenshots, 'key-dialog-disabled-period.png') });
     expect(problems).toEqual([]);
   }, 60_000);
 });

@@ -19,6 +19,7 @@ export function BarChart({ title, caption, labels, values, format, axisFormat = 
     const element = box.current;
     const width = () => Math.max(240, element.clientWidth);
     const xs = labels.map((_, index) => index);
+    const total = values.reduce((sum, value) => sum + (value ?? 0), 0);
     // Fewer labels than bars on narrow charts, so that they never overlap.
     const step = () => Math.max(1, Math.ceil(labels.length / Math.max(1, Math.floor(width() / 90))));
     const plot = new uPlot({
@@ -36,8 +37,9 @@ export function BarChart({ title, caption, labels, values, format, axisFormat = 
         { stroke: axisColour, grid: { stroke: gridColour, width: 1 }, ticks: { show: false }, size: 72, values: (_plot, splits) => splits.map(axisFormat) },
       ],
       series: [
-        { label: categoryName, value: (_plot, index) => (index === null || index === undefined ? '—' : labels[Math.round(index)] ?? '—') },
-        { label: title, fill: colour, stroke: colour, width: 0, points: { show: false }, paths: uPlot.paths.bars({ size: [0.72, 56] }), value: (_plot, value) => (value === null || value === undefined ? '—' : format(value)) },
+        // Away from the bars the legend shows the whole range ("all" and the total), never a bare dash.
+        { label: categoryName, value: (_plot, index) => (index === null || index === undefined ? 'all' : labels[Math.round(index)] ?? 'all') },
+        { label: title, fill: colour, stroke: colour, width: 0, points: { show: false }, paths: uPlot.paths.bars({ size: [0.72, 56] }), value: (_plot, value) => format(value === null || value === undefined ? total : value) },
       ],
     }, [xs, values], element);
     const observer = new ResizeObserver(() => plot.setSize({ width: width(), height }));
