@@ -123,4 +123,41 @@ describe.runIf(existsSync(chromiumPath))('dashboard request page in Chromium', (
     await page.getByRole('dialog').screenshot({ path: join(screenshots, 'key-dialog-disabled-period.png') });
     expect(problems).toEqual([]);
   }, 60_000);
+
+  it('shows latency and first-token percentiles, error rates, budget states and deployment health', async () => {
+    const spender = await createKey(deployment, { name: 'spent out', budget_usd: 0.005, budget_period: 'daily' });
+    const healthy = await createKey(deployment, { name: 'plenty left', budget_usd: 100 });
+    // spent out: one answer of $0.0048 leaves less than the next request's reservation: exhausted once the second lands.
+    double.script('delta', { kind: 'text', text: 'x', usage: { prompt_tokens: 100, completion_tokens: 500 } });
+    for (let index = 0; index < 2; index++) await (await chat(deployment, spender.key, { model: 'svc/delta', max_tokens: 5, messages: [{ role: 'user', content: 'spend' }] })).text();
+    // A stream for the first-token figures, and a deployment that fails every time.
+    double.script('epsilon', { kind: 'text', chunks: ['a', 'b', 'c'], chunkDelayMs: 30 });
+    for (let index = 0; index < 3; index++) await (await chat(deployment, healthy.key, { model: 'svc/epsilon', stream: true, messages: [{ role: 'user', content: 'go' }] })).text();
+    double.script('primary-east', { kind: 'error', status: 429, retryAfter: '60' });
+    double.script('primary-west', { kind: 'error', status: 500 });
+    expect((await chat(deployment, healthy.key, { model: 'svc/primary', messages: [{ role: 'user', content: 'fail' }] })).status).toBeGreaterThanOrEqual(500);
+
+    await page.goto(`${deployment.url()}/dashboard/#/health`);
+    await page.getByRole('heading', { level: 1, name: 'Health' }).waitFor();
+    const byModel = page.getByRole('table').filter({ has: page.getByRole('columnheader', { name: 'Requested model' }) });
+    await byModel.waitFor();
+    const epsilon = await byModel.getByRole('row').filter({ hasText: 'svc/epsilon' }).innerText();
+    // 3 requests, no errors, first-token figures present (streams), in ms.
+    expect(epsilon).toMatch(/svc\/epsilon\s+3\s+0\.0 %\s+\d[\d,]* ms\s+\d[\d,]* ms\s+\d[\d,]* ms\s+\d[\d,]* ms\s+\d[\d,]* ms/);
+    expect(await byModel.getByRole('row').filter({ hasText: 'svc/primary' }).innerText()).toMatch(/svc\/primary\s+1\s+100\.0 %/);
+    // Non-streamed requests have no first-token figure.
+    expect(await byModel.getByRole('row').filter({ hasText: 'svc/delta' }).innerText()).toMatch(/—\s+—$/);
+    const byKey = page.getByRole('table').filter({ has: page.getByRole('columnheader', { name: 'Error rate' }) }).filter({ hasText: 'plenty left' }).last();
+    expect(await byKey.getByRole('row').filter({ hasText: 'plenty left' }).innerText()).toMatch(/plenty left\s+4\s+1\s+25\.0 %/);
+    const budgets = page.getByRole('table').filter({ has: page.getByRole('columnheader', { name: 'Remaining' }) });
+    expect(await budgets.getByRole('row').filter({ hasText: 'spent out' }).innerText()).toMatch(/spent out\s+\$0\.005 per day\s+\$0\.00[0-9]+\s+\$0\.00[0-9]*\s+(exhausted|near limit)/);
+    expect(await budgets.getByRole('row').filter({ hasText: 'plenty left' }).innerText()).toMatch(/plenty left\s+\$100\.00 in total\s+\$0\.0[0-9]+\s+\$(99\.\d\d|100\.00)\s+ok/);
+    const deployments = page.getByRole('table').filter({ has: page.getByRole('columnheader', { name: 'Last failure' }) });
+    expect(await deployments.getByRole('row').filter({ hasText: 'lb-east/primary-east' }).innerText()).toMatch(/cooling down\s+1\s+1\s+rate limit, /);
+    expect(await deployments.getByRole('row').filter({ hasText: 'double/epsilon' }).innerText()).toMatch(/in rotation\s+3\s+0\s+none/);
+    // Chart legends and axis labels: full names, never a bare dash.
+    for (const text of await page.locator('.u-legend').allInnerTexts()) expect(text).not.toContain('—');
+    await page.screenshot({ path: join(screenshots, 'health.png'), fullPage: true });
+    expect(problems).toEqual([]);
+  }, 60_000);
 });

@@ -47,6 +47,8 @@ export interface AttemptRecord {
   status?: number;
   message?: string;
   latencyMs: number;
+  /** Streams that answered: from the attempt's start to its first content (the dashboard's time to first token). */
+  firstTokenMs?: number;
 }
 
 /** A piece of one choice as the ingress receives it: new output (see StreamDeltaPart), or its finish. */

@@ -46,6 +46,8 @@ export interface ChainAttempt<R extends ChainAttemptResult> {
   run(target: ChainTarget, budget: ProviderCallBudget): Promise<R>;
   /** The GenAI operation name of the attempt spans (`chat` unless given). */
   operation?: string;
+  /** A stream: a successful result's latencyMs is its time to first token, recorded as such. */
+  streaming?: boolean;
 }
 
 export interface ChainRouting {
@@ -109,6 +111,7 @@ function servedAs(model: ModelEntry, deployment: ModelDeployment): ModelEntry {
 export function runFallbackChain(job: CompletionJob, control: JobControl, catalog: Catalog, client: ProviderClient, routing: ChainRouting): Promise<ChainOutcome> {
   return runTargetChain(job.id, job.targets, control, catalog, routing, {
     calls: ({ provider }) => callsPerTry(job.request, adapterFor(provider.api)),
+    streaming: job.stream,
     run: ({ model, deployment, provider }, budget) =>
       runChoices({ request: job.request, stream: job.stream, model, deployment, provider, adapter: adapterFor(provider.api), client, control }, budget),
   });
@@ -193,7 +196,7 @@ async function runChain<R extends ChainAttemptResult>(jobId: string, targets: st
       const latencyMs = Math.round(performance.now() - startedAt);
       const record = { model: modelId, provider: provider.name, deployment: deployment.id, latencyMs };
       if (result.ok) {
-        attempts.push({ ...record, outcome: 'success' });
+        attempts.push(attempt.streaming ? { ...record, outcome: 'success', firstTokenMs: Math.round(result.latencyMs) } : { ...record, outcome: 'success' });
         return { attempts, servedModel: servedAs(model, deployment), result };
       }
       const { failure } = result;

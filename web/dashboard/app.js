@@ -4,6 +4,7 @@ import { useEffect, useRef, useState } from '../vendor/hooks.js';
 import { ApiError, currentSession, signIn, signOut, whenSessionEnds } from './api.js';
 import { html } from './html.js';
 import { KeysPage } from './keys.js';
+import { HealthPage } from './health.js';
 import { ModelsPage } from './models.js';
 import { RequestPage } from './request.js';
 import { UsagePage } from './usage.js';
@@ -12,6 +13,7 @@ const pages = {
   keys: { title: 'API keys', component: KeysPage },
   models: { title: 'Models', component: ModelsPage },
   usage: { title: 'Usage', component: UsagePage },
+  health: { title: 'Health', component: HealthPage },
   // Reached from a request in Usage; not in the navigation.
   request: { title: 'Request', component: RequestPage, hidden: true },
 };

@@ -95,11 +95,8 @@ new Gauge({
   labelNames: ['deployment'] as const,
   registers: [metricsRegistry],
   collect() {
-    // Several handlers of one process may know the same deployment: cooling in any of them counts.
-    const states = new Map<string, number>();
-    for (const source of coolingSources) for (const [deployment, cooling] of source.cooling()) states.set(deployment, Math.max(states.get(deployment) ?? 0, cooling ? 1 : 0));
     this.reset();
-    for (const [deployment, value] of states) this.set({ deployment }, value);
+    for (const [deployment, cooling] of deploymentStates()) this.set({ deployment }, cooling ? 1 : 0);
   },
 });
 
@@ -112,6 +109,22 @@ new Gauge({
     if (queueDepth) this.set(await queueDepth().catch(() => Number.NaN));
   },
 });
+
+/**
+ * Deployments this process's workers have tried, and whether each is cooling down now (several
+ * handlers of one process may know the same deployment: cooling in any of them counts). Empty in a
+ * scaled-out ingress, whose workers are other processes.
+ */
+export function deploymentStates(): Map<string, boolean> {
+  const states = new Map<string, boolean>();
+  for (const source of coolingSources) for (const [deployment, cooling] of source.cooling()) states.set(deployment, (states.get(deployment) ?? false) || cooling);
+  return states;
+}
+
+/** True when workers run in this process (the embedded default), so deploymentStates() is the whole picture. */
+export function hasInProcessWorkers(): boolean {
+  return coolingSources.size > 0;
+}
 
 export function watchDeploymentHealth(source: CoolingSource): void {
   coolingSources.add(source);
