@@ -132,13 +132,19 @@ describe.runIf(existsSync(chromiumPath))('dashboard request page in Chromium', (
     for (let index = 0; index < 2; index++) await (await chat(deployment, spender.key, { model: 'svc/delta', max_tokens: 5, messages: [{ role: 'user', content: 'spend' }] })).text();
     // A stream for the first-token figures, and a deployment that fails every time.
     double.script('epsilon', { kind: 'text', chunks: ['a', 'b', 'c'], chunkDelayMs: 30 });
-    for (let index = 0; index < 3; index++) await (await chat(deployment, healthy.key, { model: 'svc/epsilon', stream: true, messages: [{ role: 'user', content: 'go' }] })).text();
+    let streamedId = '';
+    for (let index = 0; index < 3; index++) {
+      const streamed = await chat(deployment, healthy.key, { model: 'svc/epsilon', stream: true, messages: [{ role: 'user', content: 'go' }] });
+      streamedId = streamed.headers.get('x-request-id')!;
+      await streamed.text();
+    }
     double.script('primary-east', { kind: 'error', status: 429, retryAfter: '60' });
     double.script('primary-west', { kind: 'error', status: 500 });
     expect((await chat(deployment, healthy.key, { model: 'svc/primary', messages: [{ role: 'user', content: 'fail' }] })).status).toBeGreaterThanOrEqual(500);
 
     await page.goto(`${deployment.url()}/dashboard/#/health`);
     await page.getByRole('heading', { level: 1, name: 'Health' }).waitFor();
+    // (The streamed request's own page shows its attempt's time to first token.)
     const byModel = page.getByRole('table').filter({ has: page.getByRole('columnheader', { name: 'Requested model' }) });
     await byModel.waitFor();
     const epsilon = await byModel.getByRole('row').filter({ hasText: 'svc/epsilon' }).innerText();
@@ -158,6 +164,12 @@ describe.runIf(existsSync(chromiumPath))('dashboard request page in Chromium', (
     // Chart legends and axis labels: full names, never a bare dash.
     for (const text of await page.locator('.u-legend').allInnerTexts()) expect(text).not.toContain('—');
     await page.screenshot({ path: join(screenshots, 'health.png'), fullPage: true });
+
+    await page.goto(`${deployment.url()}/dashboard/#/request?id=${streamedId}`);
+    const attempt = page.getByRole('table').filter({ has: page.getByRole('columnheader', { name: 'First token' }) }).getByRole('row').nth(1);
+    // The double waits 30 ms before each chunk: the first token came after at least that.
+    const [, firstToken] = /success\s+—\s+\d+ ms\s+(\d+) ms/.exec(await attempt.innerText())!;
+    expect(Number(firstToken)).toBeGreaterThanOrEqual(25);
     expect(problems).toEqual([]);
   }, 60_000);
 });

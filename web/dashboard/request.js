@@ -1,5 +1,5 @@
 // One request: what it asked for and what served it, every attempt of its fallback chain (model,
-// deployment, outcome, latency), tokens and cost, and the request and response bodies when payload
+// deployment, outcome, latency, time to first token for streams), tokens and cost, and the request and response bodies when payload
 // logging was on for its key. Reached from the Usage page's recent requests (#/request?id=...).
 import { useEffect, useState } from '../vendor/hooks.js';
 import { api, ApiError } from './api.js';
@@ -58,7 +58,7 @@ export function RequestPage() {
     <${TableWrap} label="Attempts">
       <table class="attempts">
         <caption class="visually-hidden">Each provider attempt of this request, in order</caption>
-        <thead><tr><th scope="col" class="num">#</th><th scope="col">Model</th><th scope="col">Deployment</th><th scope="col">Outcome</th><th scope="col" class="num">HTTP</th><th scope="col" class="num">Latency</th><th scope="col">Detail</th></tr></thead>
+        <thead><tr><th scope="col" class="num">#</th><th scope="col">Model</th><th scope="col">Deployment</th><th scope="col">Outcome</th><th scope="col" class="num">HTTP</th><th scope="col" class="num">Latency</th><th scope="col" class="num">First token</th><th scope="col">Detail</th></tr></thead>
         <tbody>
           ${entry.attempts.map((attempt, index) => html`
             <tr key=${index}>
@@ -68,6 +68,7 @@ export function RequestPage() {
               <td><span class=${`badge ${attempt.outcome === 'success' ? 'active' : 'revoked'}`}>${outcomeText(attempt.outcome)}</span></td>
               <td class="num">${attempt.status ?? html`<span class="muted">—</span>`}</td>
               <td class="num">${count(attempt.latency_ms)} ms</td>
+              <td class="num">${attempt.first_token_ms === null || attempt.first_token_ms === undefined ? html`<span class="muted" title="Only streamed answers have a first token">—</span>` : `${count(attempt.first_token_ms)} ms`}</td>
               <td class="wrap">${attempt.message ?? ''}</td>
             </tr>`)}
         </tbody>
