@@ -129,6 +129,27 @@ function describeMetrics(kind: 'embedded' | 'scaled') {
       for (const secret of [key.key, poor.key, key.id, 'upstream-secret-key']) expect(text).not.toContain(secret);
     }, 30_000);
 
+    it('counts the Responses and Embeddings surfaces under their own names', async () => {
+      const key = await createKey(context.deployment, { name: 'surfaces key' });
+      const before = await context.scrapeAll();
+      const post = (path: string, body: unknown) => fetch(`${context.deployment.url()}${path}`, { method: 'POST', headers: { authorization: `Bearer ${key.key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      const responses = await post('/v1/responses', { model: 'svc/zeta', input: 'Say hello', stream: true });
+      expect(responses.status).toBe(200);
+      await responses.text();
+      const embeddings = await post('/v1/embeddings', { model: 'svc/embed-alpha', input: 'vector please' });
+      expect(embeddings.status).toBe(200);
+      await eventually(async () => {
+        const scrapes = await context.scrapeAll();
+        const delta = (name: string, labels: Record<string, string>) => total(scrapes, name, labels) - total(before, name, labels);
+        expect(delta('switchboard_requests_total', { surface: 'responses', model: 'svc/zeta', served_model: 'svc/zeta', status: '200' })).toBe(1);
+        expect(delta('switchboard_time_to_first_token_seconds_count', { surface: 'responses', model: 'svc/zeta' })).toBe(1);
+        expect(delta('switchboard_requests_total', { surface: 'embeddings', model: 'svc/embed-alpha', served_model: 'svc/embed-alpha', status: '200' })).toBe(1);
+        expect(delta('switchboard_attempts_total', { model: 'svc/embed-alpha', outcome: 'success' })).toBe(1);
+        expect(delta('switchboard_tokens_total', { model: 'svc/embed-alpha', type: 'prompt' })).toBeGreaterThan(0);
+        expect(total(scrapes, 'switchboard_open_streams')).toBe(0);
+      }, 5000);
+    }, 30_000);
+
     it('reports a deployment cooling down after failures', async () => {
       const key = await createKey(context.deployment, { name: 'cooling key' });
       // lb-* providers cool down after 3 failures in a row (a 429 at once), for 300 ms by default.
