@@ -12,7 +12,11 @@ import { createLostWorkerBiller } from './shared/store/lost-worker-settlement.js
 import { createUsageSettler } from './shared/store/usage-settler.js';
 import { prepareTokenCounter } from './shared/token-counter.js';
 import { openResponseEventLog } from './shared/responses/open-response-event-log.js';
+import { metricsToken } from './shared/observability/metrics-endpoint.js';
+import { startTracing, stopTracing } from './shared/observability/tracing.js';
+import { readPayloadLogSettings, startPayloadPurge } from './shared/store/payload-log-settings.js';
 import { createJobHandler } from './workers/job-dispatch.js';
+import { createPayloadRecorder } from './workers/payload-recorder.js';
 import { ProviderClient } from './workers/provider-client.js';
 
 // The embedded default: ingress and workers in one process, joined by the in-process transport,
@@ -40,6 +44,8 @@ export async function startEmbeddedGateway(options: EmbeddedOptions = {}): Promi
   const environment = options.environment ?? process.env;
   const config = readConfig(environment);
   const logger = createLogger(config.logLevel, 'switchboard');
+  // Before the routes are built: they read the trace headers only when traces are on.
+  const tracing = startTracing(environment, 'switchboard');
   const catalog = options.catalog ?? loadCatalog(environment);
   const admin = resolveAdminToken(config, environment);
   if (admin.generated) {
@@ -55,7 +61,10 @@ export async function startEmbeddedGateway(options: EmbeddedOptions = {}): Promi
   const dashboard = new Dashboard({ port: dashboardPort(environment), host: config.host, logger });
   const responseEvents = openResponseEventLog(config, readScaleOutSettings(environment).redisPrefix, logger);
   const alerts = alertMonitorFromEnvironment(store, logger, environment, admin.token);
-  await transport.worker.start(createJobHandler({ catalog, client, store, counters, logger, workerId: transport.worker.workerId, alerts }), { concurrency: config.workerConcurrency });
+  const payloadSettings = readPayloadLogSettings(environment);
+  const payloadPurge = startPayloadPurge(store, payloadSettings, logger);
+  const payloads = createPayloadRecorder(store, catalog, payloadSettings, logger);
+  await transport.worker.start(createJobHandler({ catalog, client, store, counters, logger, workerId: transport.worker.workerId, alerts, payloads }), { concurrency: config.workerConcurrency });
   const ingress = await startIngress({
     port: config.port,
     host: config.host,
@@ -73,6 +82,7 @@ export async function startEmbeddedGateway(options: EmbeddedOptions = {}): Promi
     keyCacheMs: transport.keyCacheMs,
     announceKeyChange: transport.announceKeyChange,
     responses: { log: responseEvents.log, retentionMs: config.responseRetentionMs, purgeIntervalMs: config.responsePurgeIntervalMs },
+    metricsToken: metricsToken(environment),
     extend: (app, context) => {
       dashboard.extend(app, context);
       options.extend?.(app, context);
@@ -97,7 +107,9 @@ export async function startEmbeddedGateway(options: EmbeddedOptions = {}): Promi
       await counters.close();
       await transport.close();
       await responseEvents.close();
+      payloadPurge.stop();
       await store.close();
+      if (tracing) await stopTracing();
     },
   };
 }

@@ -142,7 +142,8 @@ describe.runIf(haveChromium)('dashboard in Chromium', () => {
     expect(requestText).toContain(shownUsd(cost));
     expect(requestText).toContain('200');
     const fallbackRow = await row('svc/beta').innerText();
-    expect(fallbackRow).toMatch(/svc\/beta[\s\S]*svc\/alpha[\s\S]*1 \(svc\/beta: rate limit\)[\s\S]*100 \+ 50/);
+    // Two attempts (the failed primary is an attempt, not a fallback), in order.
+    expect(fallbackRow).toMatch(/svc\/beta[\s\S]*svc\/alpha[\s\S]*2 \(svc\/beta: rate limit → svc\/alpha: success\)[\s\S]*100 \+ 50/);
     expect(fallbackRow).toContain(shownUsd(fallbackCost));
     expect(fallbackRow).toContain('40 cache read · 10 reasoning');
     await page.getByRole('region', { name: 'Totals for the range' }).getByText(shownUsd(cost + fallbackCost)).waitFor();

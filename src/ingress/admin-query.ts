@@ -84,6 +84,7 @@ export function publicRequest(entry: LedgerEntry): Record<string, unknown> {
       status: attempt.status ?? null,
       message: attempt.message ?? null,
       latency_ms: attempt.latencyMs,
+      first_token_ms: attempt.firstTokenMs ?? null,
     })),
   };
 }

@@ -10,6 +10,8 @@ import { exitOnShutdownSignal } from '../shared/shutdown.js';
 import { createLostWorkerBiller } from '../shared/store/lost-worker-settlement.js';
 import { createUsageSettler } from '../shared/store/usage-settler.js';
 import { openResponseEventLog } from '../shared/responses/open-response-event-log.js';
+import { metricsToken } from '../shared/observability/metrics-endpoint.js';
+import { startTracing, stopTracing } from '../shared/observability/tracing.js';
 import { Dashboard, dashboardPort } from './dashboard/dashboard.js';
 import { startIngress, type RunningIngress } from './server.js';
 
@@ -21,6 +23,8 @@ async function main(): Promise<void> {
   const environment = process.env;
   const config = readConfig(environment);
   const logger = createLogger(config.logLevel, 'switchboard-ingress');
+  // Before the routes are built: they read the trace headers only when traces are on.
+  if (startTracing(environment, 'switchboard-ingress')) logger.info('OpenTelemetry traces on (OTLP/HTTP)');
   const { redisUrl } = requireScaleOutServices(config, 'ingress');
   const settings = readScaleOutSettings(environment);
   const catalog = loadCatalog(environment);
@@ -61,6 +65,7 @@ async function main(): Promise<void> {
     keyCacheMs: config.keyCacheMs,
     announceKeyChange: (publicId) => transport.announceKeyChange(publicId),
     responses: { log: responseEvents.log, retentionMs: config.responseRetentionMs, purgeIntervalMs: config.responsePurgeIntervalMs },
+    metricsToken: metricsToken(environment),
     extend: dashboard.extend,
   });
   const dashboardOwnPort = await dashboard.listen();
@@ -76,6 +81,7 @@ async function main(): Promise<void> {
     await quitQuietly(countersRedis);
     await responseEvents.close();
     await store.close();
+    await stopTracing();
   });
 }
 

@@ -21,6 +21,9 @@ import { createEmbeddingsHandler, embeddingsRouteOptions } from './surfaces/embe
 import { countMessageTokens } from './surfaces/messages/count-tokens.js';
 import { messagesSurface } from './surfaces/messages/messages-surface.js';
 import { listenExclusive } from './listen-exclusive.js';
+import { registerMetricsRoute } from './metrics-route.js';
+import { registerPayloadLogRoutes } from './payload-log-routes.js';
+import { watchQueueDepth } from '../shared/observability/metrics.js';
 import { loadUws } from './uws-loader.js';
 import { registerResponsesRoutes } from './surfaces/responses/responses-routes.js';
 import type { ResponseEventLog } from '../shared/responses/response-event-log.js';
@@ -47,6 +50,8 @@ export interface IngressOptions {
   announceKeyChange?: (publicId: string) => void | Promise<void>;
   /** The Responses API's stored responses and replay log (a memory log when absent). */
   responses?: { log: ResponseEventLog; retentionMs: number; purgeIntervalMs: number };
+  /** Bearer token GET /metrics requires (SWITCHBOARD_METRICS_TOKEN); open when absent. */
+  metricsToken?: string;
   /** Extra routes (the dashboard) registered on the same app. */
   extend?: (app: TemplatedApp, context: IngressContext) => void;
 }
@@ -147,6 +152,9 @@ export async function startIngress(options: IngressOptions): Promise<RunningIngr
   registerResponsesRoutes(app, { ...responses, pipeline, route, keys, store: options.store, logger: options.logger, cancelJob: (jobId) => options.transport.cancel(jobId) });
   const admin: AdminDependencies = { store: options.store, counters: options.counters, keys, adminToken: options.adminToken, logger: options.logger, announceKeyChange: options.announceKeyChange, refusals };
   registerAdminRoutes(app, admin, route);
+  registerPayloadLogRoutes(app, admin, route);
+  registerMetricsRoute(app, route, options.metricsToken);
+  if (options.transport.waitingCount) watchQueueDepth(options.transport.waitingCount);
   options.extend?.(app, { admin, catalog: options.catalog, route });
   app.any('/*', json('unknown', async () => {
     throw new GatewayError('not_found', 'Unknown path. The API lives under /v1 (POST /v1/chat/completions, POST /v1/messages, POST /v1/embeddings, GET /v1/models).');

@@ -5,6 +5,7 @@ import type { CompletionChoice, FinishDetail, FinishReason, StreamDeltaPart } fr
 import type { ProjectCharge } from './counters/counters.js';
 import type { BudgetPeriod } from './store/store.js';
 import type { Usage } from './usage.js';
+import type { TraceCarrier } from './observability/tracing.js';
 
 /** Everything a worker needs to run one completion; small, since it crosses Redis when scaled out. */
 export interface CompletionJob {
@@ -29,6 +30,8 @@ export interface CompletionJob {
   /** When the key expires (ISO 8601): a job still queued then is refused before it starts. */
   keyExpiresAt?: string;
   enqueuedAt: number;
+  /** W3C trace context of the ingress's request span, when tracing is on (one trace across processes). */
+  trace?: TraceCarrier;
 }
 
 /** An embeddings request (POST /v1/embeddings): the same queue, admission and settlement, no stream. */
@@ -51,6 +54,8 @@ export interface AttemptRecord {
   status?: number;
   message?: string;
   latencyMs: number;
+  /** Streams that answered: from the attempt's start to its first content (the dashboard's time to first token). */
+  firstTokenMs?: number;
 }
 
 /** A piece of one choice as the ingress receives it: new output (see StreamDeltaPart), or its finish. */

@@ -9,10 +9,12 @@ import { countPromptTokens, countTextTokens } from '../shared/token-counter.js';
 import type { JobControl, JobHandler } from '../shared/transport/transport.js';
 import { nanosToUsd } from '../shared/pricing.js';
 import { makeUsage, type Usage } from '../shared/usage.js';
+import { recordUsage, watchDeploymentHealth } from '../shared/observability/metrics.js';
 import { DeploymentHealth } from './deployment-health.js';
 import { runFallbackChain, type ChainOutcome } from './fallback-chain.js';
 import { createJobSettler, ledgerEntry } from './job-settlement.js';
 import { refusedBeforeStart } from './key-gate.js';
+import type { PayloadRecorder } from './payload-recorder.js';
 import type { ProviderClient } from './provider-client.js';
 
 export interface CompletionWorkerDependencies {
@@ -24,6 +26,8 @@ export interface CompletionWorkerDependencies {
   workerId: string;
   /** Budget alerts, checked after a job of an alerting key is settled. */
   alerts?: AlertMonitor;
+  /** Opt-in request logs (absent: none are kept). */
+  payloads?: PayloadRecorder;
 }
 
 /** Provider usage when reported; otherwise a tokenizer count, marked estimated (never zero). */
@@ -43,6 +47,7 @@ export function createCompletionHandler(dependencies: CompletionWorkerDependenci
   const { catalog, client, store, counters, logger, workerId } = dependencies;
   // One per worker process: every job it runs learns from, and steers by, the same deployment health.
   const health = new DeploymentHealth({ logger });
+  watchDeploymentHealth(health);
   const settleJob = createJobSettler({ counters, store, logger, alerts: dependencies.alerts });
 
   return async (job: CompletionJob, control: JobControl) => {
@@ -74,6 +79,18 @@ export function createCompletionHandler(dependencies: CompletionWorkerDependenci
       }
     }
     await control.flush();
+    // After the answer has left: request logs never delay a client.
+    if (dependencies.payloads) {
+      const result = outcome.result?.ok ? outcome.result : undefined;
+      await dependencies.payloads.record(job, {
+        status: ledgerStatus(outcome, cancelled),
+        model: outcome.servedModel?.id ?? null,
+        ...(job.stream ? { text: result?.completionText ?? '' } : { choices: result?.choices ?? [] }),
+        usage: billed ?? null,
+        error: outcome.error ? describeError(outcome.error) : null,
+        attempts: outcome.attempts,
+      });
+    }
     logger.info(
       { jobId: job.id, keyId: job.keyId, model: job.targets[0], served: outcome.servedModel?.id, attempts: outcome.attempts.map((attempt) => `${attempt.model}${attempt.deployment ? `@${attempt.deployment}` : ''}:${attempt.outcome}`), cancelled },
       'completion finished',
@@ -83,6 +100,7 @@ export function createCompletionHandler(dependencies: CompletionWorkerDependenci
   /** Settles the job and gives its usage the ledger's cost, so the answer shows what was billed. */
   async function settle(job: CompletionJob, outcome: ChainOutcome, usage: Usage | undefined, status: number): Promise<void> {
     const entry = ledgerEntry(job, outcome, usage, status);
+    if (usage && outcome.servedModel) recordUsage(outcome.servedModel.id, usage, entry.costNanos);
     await settleJob(job, entry, usage ? usage.prompt_tokens + usage.completion_tokens : 0);
     if (usage) usage.cost = nanosToUsd(entry.costNanos);
   }

@@ -57,6 +57,11 @@ export class DeploymentHealth {
     return { state: 'probe_due' };
   }
 
+  /** Every deployment this process has tried, and whether it is cooling down now (metrics, dashboard). */
+  *cooling(): Iterable<[string, boolean]> {
+    for (const id of this.entries.keys()) yield [id, this.status(id).state === 'cooling'];
+  }
+
   latencyMs(deploymentId: string): number | undefined {
     return this.entries.get(deploymentId)?.latencyMs;
   }

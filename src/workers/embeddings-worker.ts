@@ -9,6 +9,7 @@ import type { Store } from '../shared/store/store.js';
 import type { JobControl, JobHandler } from '../shared/transport/transport.js';
 import { nanosToUsd } from '../shared/pricing.js';
 import { makeUsage, type Usage } from '../shared/usage.js';
+import { recordUsage, watchDeploymentHealth } from '../shared/observability/metrics.js';
 import { DeploymentHealth } from './deployment-health.js';
 import { runEmbeddingsAttempt, type EmbeddingsAttemptResult } from './embeddings-attempt.js';
 import { createJobSettler, ledgerEntry } from './job-settlement.js';
@@ -33,9 +34,11 @@ export function createEmbeddingsHandler(dependencies: EmbeddingsWorkerDependenci
   const { catalog, client, counters, logger, workerId } = dependencies;
   const health = new DeploymentHealth({ logger });
   const settleJob = createJobSettler(dependencies);
+  watchDeploymentHealth(health);
   /** Settles the job and gives its usage the ledger's cost, so the answer shows what was billed. */
   const settle = async (job: EmbeddingsJob, outcome: ChainOutcome<EmbeddingsAttemptResult>, usage: Usage | undefined, status: number) => {
     const entry = ledgerEntry(job, outcome, usage, status);
+    if (usage && outcome.servedModel) recordUsage(outcome.servedModel.id, usage, entry.costNanos);
     await settleJob(job, entry, usage?.prompt_tokens ?? 0);
     if (usage) usage.cost = nanosToUsd(entry.costNanos);
   };
@@ -47,6 +50,7 @@ export function createEmbeddingsHandler(dependencies: EmbeddingsWorkerDependenci
     try {
       outcome = await runTargetChain(job.id, job.targets, control, catalog, { health, logger }, {
         calls: () => 1,
+        operation: 'embeddings',
         run: ({ deployment, provider }) => runEmbeddingsAttempt({ request: job.request, deployment, provider, client, signal: control.signal }),
       });
     } catch (error) {

@@ -7,6 +7,8 @@ import { fallbackableKinds, type UpstreamFailure } from '../shared/providers/cha
 import type { JobControl } from '../shared/transport/transport.js';
 import { callsPerTry } from '../shared/providers/provider-call-limit.js';
 import { failureDetail } from '../shared/providers/failure-messages.js';
+import { recordAttempts } from '../shared/observability/metrics.js';
+import { endAttempt, startAttempt } from './attempt-tracing.js';
 import { runChoices } from './choice-fan-out.js';
 import { ProviderCallBudget } from './provider-call-budget.js';
 import type { AttemptVerdict, DeploymentHealth } from './deployment-health.js';
@@ -42,6 +44,10 @@ export interface ChainAttempt<R extends ChainAttemptResult> {
   /** Provider calls the try needs at least (counted against the cap per request). */
   calls(target: ChainTarget): number;
   run(target: ChainTarget, budget: ProviderCallBudget): Promise<R>;
+  /** The GenAI operation name of the attempt spans (`chat` unless given). */
+  operation?: string;
+  /** A stream: a successful result's latencyMs is its time to first token, recorded as such. */
+  streaming?: boolean;
 }
 
 export interface ChainRouting {
@@ -105,13 +111,20 @@ function servedAs(model: ModelEntry, deployment: ModelDeployment): ModelEntry {
 export function runFallbackChain(job: CompletionJob, control: JobControl, catalog: Catalog, client: ProviderClient, routing: ChainRouting): Promise<ChainOutcome> {
   return runTargetChain(job.id, job.targets, control, catalog, routing, {
     calls: ({ provider }) => callsPerTry(job.request, adapterFor(provider.api)),
+    streaming: job.stream,
     run: ({ model, deployment, provider }, budget) =>
       runChoices({ request: job.request, stream: job.stream, model, deployment, provider, adapter: adapterFor(provider.api), client, control }, budget),
   });
 }
 
-/** The chain itself, for any kind of job. */
+/** The chain itself, for any kind of job; its attempts are counted in the metrics. */
 export async function runTargetChain<R extends ChainAttemptResult>(jobId: string, targets: string[], control: JobControl, catalog: Catalog, routing: ChainRouting, attempt: ChainAttempt<R>): Promise<ChainOutcome<R>> {
+  const outcome = await runChain(jobId, targets, control, catalog, routing, attempt);
+  recordAttempts(outcome.attempts);
+  return outcome;
+}
+
+async function runChain<R extends ChainAttemptResult>(jobId: string, targets: string[], control: JobControl, catalog: Catalog, routing: ChainRouting, attempt: ChainAttempt<R>): Promise<ChainOutcome<R>> {
   const { health } = routing;
   const attempts: AttemptRecord[] = [];
   const clientMessages = new Map<AttemptRecord, string>();
@@ -171,17 +184,19 @@ export async function runTargetChain<R extends ChainAttemptResult>(jobId: string
       const startedAt = performance.now();
       let result: R | undefined;
       let verdict: AttemptVerdict | undefined;
+      const span = startAttempt(attempt.operation ?? 'chat', target);
       try {
         result = await attempt.run(target, budget);
         verdict = result.ok ? { kind: 'success', latencyMs: result.latencyMs } : { kind: 'failure', failure: result.failure };
       } finally {
+        endAttempt(span, target, result);
         // Always reported, so a probe that ended in an exception does not hold the deployment forever.
         health.report(deployment.id, provider.cooldown, verdict, pick.probe);
       }
       const latencyMs = Math.round(performance.now() - startedAt);
       const record = { model: modelId, provider: provider.name, deployment: deployment.id, latencyMs };
       if (result.ok) {
-        attempts.push({ ...record, outcome: 'success' });
+        attempts.push(attempt.streaming ? { ...record, outcome: 'success', firstTokenMs: Math.round(result.latencyMs) } : { ...record, outcome: 'success' });
         return { attempts, servedModel: servedAs(model, deployment), result };
       }
       const { failure } = result;

@@ -1,3 +1,5 @@
+import { jobFinished, jobTaken } from '../shared/observability/metrics.js';
+import { inJobSpans } from '../shared/observability/tracing.js';
 import type { JobHandler } from '../shared/transport/transport.js';
 import { createCompletionHandler, type CompletionWorkerDependencies } from './completion-worker.js';
 import { createEmbeddingsHandler } from './embeddings-worker.js';
@@ -6,5 +8,14 @@ import { createEmbeddingsHandler } from './embeddings-worker.js';
 export function createJobHandler(dependencies: CompletionWorkerDependencies): JobHandler {
   const completions = createCompletionHandler(dependencies);
   const embeddings = createEmbeddingsHandler(dependencies);
-  return (job, control) => (job.kind === 'embeddings' ? embeddings(job, control) : completions(job, control));
+  return async (job, control) => {
+    jobTaken(job.enqueuedAt);
+    try {
+      // The queue wait and the chain become spans of the request's trace, which the job carries.
+      await inJobSpans(job.trace, job.enqueuedAt, { 'switchboard.job.id': job.id, 'switchboard.model': job.targets[0] ?? '' }, () =>
+        job.kind === 'embeddings' ? embeddings(job, control) : completions(job, control));
+    } finally {
+      jobFinished();
+    }
+  };
 }

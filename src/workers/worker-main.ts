@@ -8,7 +8,11 @@ import { openRedis, quitQuietly, waitUntilReady } from '../shared/transport/redi
 import { releaseReservation } from '../shared/counters/release-reservation.js';
 import { exitOnShutdownSignal } from '../shared/shutdown.js';
 import { createRedisWorkerTransport } from '../shared/transport/redis-transport-factory.js';
+import { metricsPort, metricsToken, startMetricsServer } from '../shared/observability/metrics-endpoint.js';
+import { startTracing, stopTracing } from '../shared/observability/tracing.js';
+import { readPayloadLogSettings, startPayloadPurge } from '../shared/store/payload-log-settings.js';
 import { createJobHandler } from './job-dispatch.js';
+import { createPayloadRecorder } from './payload-recorder.js';
 import { ProviderClient } from './provider-client.js';
 
 // The `worker` process of the scaled-out deployment (Procfile): pulls completion jobs from BullMQ,
@@ -20,6 +24,7 @@ async function main(): Promise<void> {
   const environment = process.env;
   const config = readConfig(environment);
   const logger = createLogger(config.logLevel, 'switchboard-worker');
+  if (startTracing(environment, 'switchboard-worker')) logger.info('OpenTelemetry traces on (OTLP/HTTP)');
   const { redisUrl } = requireScaleOutServices(config, 'worker');
   const settings = readScaleOutSettings(environment);
   const catalog = loadCatalog(environment);
@@ -40,18 +45,28 @@ async function main(): Promise<void> {
     await releaseReservation(counters, job, logger);
   });
   const alerts = alertMonitorFromEnvironment(store, logger, environment);
-  const handler = createJobHandler({ catalog, client, store, counters, logger, workerId: transport.workerId, alerts });
+  const payloadSettings = readPayloadLogSettings(environment);
+  const payloadPurge = startPayloadPurge(store, payloadSettings, logger);
+  const payloads = createPayloadRecorder(store, catalog, payloadSettings, logger);
+  const handler = createJobHandler({ catalog, client, store, counters, logger, workerId: transport.workerId, alerts, payloads });
   await transport.start(handler, { concurrency: config.workerConcurrency });
+  // Workers have no HTTP server of their own: Prometheus scrapes this one (SWITCHBOARD_METRICS_PORT).
+  const scrapePort = metricsPort(environment);
+  const metricsServer = scrapePort === undefined ? undefined : await startMetricsServer(scrapePort, config.host, metricsToken(environment), logger);
+  if (metricsServer) process.stdout.write(`Worker metrics on http://${config.host}:${metricsServer.port}/metrics\n`);
   process.stdout.write(`Switchboard worker ${transport.workerId} ready (concurrency ${config.workerConcurrency})\n`);
 
   exitOnShutdownSignal(logger, 'worker', async (signal) => {
     logger.info({ signal, active: transport.active }, 'worker finishing its active jobs');
     await transport.close(config.drainDeadlineMs);
+    await metricsServer?.close();
     await client.close();
     await ledgerConsumer.stop();
+    payloadPurge.stop();
     await counters.close();
     await quitQuietly(countersRedis);
     await store.close();
+    await stopTracing();
   });
 }
 

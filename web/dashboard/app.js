@@ -4,8 +4,10 @@ import { useEffect, useRef, useState } from '../vendor/hooks.js';
 import { ApiError, currentSession, signIn, signOut, whenSessionEnds } from './api.js';
 import { html } from './html.js';
 import { KeysPage } from './keys.js';
+import { HealthPage } from './health.js';
 import { ModelsPage } from './models.js';
 import { ProjectsPage } from './projects.js';
+import { RequestPage } from './request.js';
 import { UsagePage } from './usage.js';
 
 const pages = {
@@ -13,7 +15,13 @@ const pages = {
   projects: { title: 'Projects', component: ProjectsPage },
   models: { title: 'Models', component: ModelsPage },
   usage: { title: 'Usage', component: UsagePage },
+  health: { title: 'Health', component: HealthPage },
+  // Reached from a request in Usage; not in the navigation.
+  request: { title: 'Request', component: RequestPage, hidden: true },
 };
+
+// The same 24-hour clock as every other time on the dashboard (format.js), whatever the browser's locale.
+const sessionTime = new Intl.DateTimeFormat('en-GB', { hour: '2-digit', minute: '2-digit' });
 
 function routeFromHash() {
   const name = location.hash.replace(/^#\/?/, '').split('?')[0];
@@ -64,11 +72,16 @@ function SignIn({ onSignedIn, notice }) {
 
 function Shell({ session, onSignOut }) {
   const [route, setRoute] = useState(routeFromHash());
+  // The whole hash keys the page: #/request?id=a to #/request?id=b is another request.
+  const [hash, setHash] = useState(location.hash);
   const [message, setMessage] = useState('');
   const heading = useRef(null);
   const first = useRef(true);
   useEffect(() => {
-    const changed = () => setRoute(routeFromHash());
+    const changed = () => {
+      setRoute(routeFromHash());
+      setHash(location.hash);
+    };
     addEventListener('hashchange', changed);
     return () => removeEventListener('hashchange', changed);
   }, []);
@@ -91,19 +104,19 @@ function Shell({ session, onSignOut }) {
       <div class="brand"><img src="assets/favicon.svg" alt="" width="24" height="24" /> Switchboard</div>
       <nav aria-label="Dashboard">
         <ul>
-          ${Object.entries(pages).map(([name, page]) => html`
+          ${Object.entries(pages).filter(([, page]) => !page.hidden).map(([name, page]) => html`
             <li><a href=${`#/${name}`} aria-current=${route === name ? 'page' : undefined}>${page.title}</a></li>`)}
         </ul>
       </nav>
       <div class="session">
-        <span class="muted session-expiry">Session until ${new Date(session.expires_at).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' })}</span>
+        <span class="muted session-expiry">Session until ${sessionTime.format(new Date(session.expires_at))}</span>
         <button type="button" onClick=${onSignOut}>Sign out</button>
       </div>
     </header>
     <main id="main">
       <h1 ref=${heading} tabindex="-1">${pages[route].title}</h1>
       <div class="live" role="status" aria-live="polite">${message && html`<p class="toast">${message}</p>`}</div>
-      <${Page} notify=${setMessage} />
+      <${Page} key=${hash} notify=${setMessage} />
     </main>`;
 }
 

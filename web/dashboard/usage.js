@@ -37,11 +37,13 @@ function splitText(row) {
   return parts.join(' · ');
 }
 
-function Fallbacks({ attempts }) {
-  const failed = (attempts ?? []).filter((attempt) => attempt.outcome !== 'success');
-  if (failed.length === 0) return html`<span class="muted">0</span>`;
-  const text = failed.map((attempt) => `${attempt.model}: ${attempt.outcome.replace(/_/g, ' ')}`).join(', ');
-  return html`<span title=${text}>${failed.length} <span class="muted small">(${text})</span></span>`;
+// Attempts, not "fallback attempts": a request whose primary failed and whose fallback answered
+// made 2 attempts and used 1 fallback (the old column counted the failed primary as a fallback).
+function Attempts({ attempts }) {
+  const list = attempts ?? [];
+  if (list.length <= 1 && list.every((attempt) => attempt.outcome === 'success')) return html`<span class="muted">${list.length}</span>`;
+  const text = list.map((attempt) => `${attempt.model}: ${attempt.outcome.replace(/_/g, ' ')}`).join(' → ');
+  return html`<span title=${text}>${list.length} <span class="muted small">(${text})</span></span>`;
 }
 
 const refusalReasons = { 401: 'invalid or revoked key', 402: 'over budget', 403: 'model not allowed', 429: 'rate limited' };
@@ -179,17 +181,17 @@ export function UsagePage() {
             <table class="requests cards">
               <caption class="visually-hidden">The ${data.requests.length} most recent requests in the range, newest first</caption>
               <thead><tr>
-                <th scope="col">Time</th><th scope="col">Key</th><th scope="col">Requested</th><th scope="col">Served</th><th scope="col">Fallback attempts</th>
+                <th scope="col">Time</th><th scope="col">Key</th><th scope="col">Requested</th><th scope="col">Served</th><th scope="col">Attempts</th>
                 <th scope="col" class="num">Tokens</th><th scope="col" class="num">Cost</th><th scope="col" class="num">Latency</th><th scope="col">Status</th>
               </tr></thead>
               <tbody>
                 ${data.requests.map((entry) => html`
                   <tr key=${entry.id}>
-                    <td data-label="Time">${dateTime(entry.created_at)}</td>
+                    <td data-label="Time"><a href=${`#/request?id=${encodeURIComponent(entry.id)}`} aria-label=${`Request of ${dateTime(entry.created_at)}`}>${dateTime(entry.created_at)}</a></td>
                     <td data-label="Key">${keyNames.get(entry.key_id) ?? entry.key_id}</td>
                     <td data-label="Requested"><code>${entry.requested_model}</code></td>
                     <td data-label="Served">${entry.served_model ? html`<code>${entry.served_model}</code>` : html`<span class="muted">none</span>`}</td>
-                    <td data-label="Fallback attempts"><${Fallbacks} attempts=${entry.attempts} /></td>
+                    <td data-label="Attempts"><${Attempts} attempts=${entry.attempts} /></td>
                     <td class="num" data-label="Tokens" title=${entry.estimated ? 'Counted with a tokenizer: the provider reported no usage' : ''}>
                       <span>${entry.estimated ? '≈ ' : ''}${count(entry.prompt_tokens)} + ${count(entry.completion_tokens)}</span>
                       ${splitText(entry) && html`<br /><span class="muted small">${splitText(entry)}</span>`}</td>

@@ -1,6 +1,7 @@
 import type { QueuedJob } from '../../shared/job.js';
 import type { IngressTransport } from '../../shared/transport/transport.js';
 import type { JobRouter, PendingJob } from '../job-router.js';
+import type { MeteredJob } from './request-metering.js';
 import type { RequestContext } from './request-wrapper.js';
 
 // The last steps every job-backed route shares: register the reply for the job's events, queue the
@@ -27,25 +28,36 @@ export interface JobReply {
   clientGone?(): void;
 }
 
+/** Watches a job's events for the request metrics (request-metering.ts). */
+export type JobMeter = (pending: PendingJob) => MeteredJob;
+
 /** `reply` gets `finish`, which releases the job's registration here; call it once, at the end. */
-export async function enqueueWithReply(call: RequestContext, parts: JobRegistrationParts, job: QueuedJob, reply: (finish: () => void) => JobReply, release: () => Promise<unknown>): Promise<void> {
+export async function enqueueWithReply(call: RequestContext, parts: JobRegistrationParts, job: QueuedJob, reply: (finish: () => void) => JobReply, release: () => Promise<unknown>, meter?: JobMeter): Promise<void> {
   const { transport, router, openRequests } = parts;
   const finish = () => {
     router.unregister(job.id);
     openRequests.delete(job.id);
   };
   const answer = reply(finish);
-  call.onAbort = answer.clientGone ?? (() => {
+  const metered = meter?.(answer.pending);
+  const gone = answer.clientGone ?? (() => {
     finish();
     transport.cancel(job.id);
   });
-  router.register(job.id, answer.pending);
+  call.onAbort = metered
+    ? () => {
+        metered.clientGone();
+        gone();
+      }
+    : gone;
+  router.register(job.id, metered ?? answer.pending);
   openRequests.add(job.id);
   try {
     await answer.ready;
     await transport.enqueue(job);
   } catch (error) {
     finish();
+    metered?.discard();
     answer.refused?.();
     await release();
     throw error;

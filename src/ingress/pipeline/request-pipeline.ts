@@ -16,6 +16,8 @@ import { SseWriter } from '../sse-writer.js';
 import { costHeaders } from './cost-header.js';
 import { enqueueWithReply, type JobReply } from './job-registration.js';
 import { resolveTargets } from './model-resolution.js';
+import { meteredHandler, meterJob } from './request-metering.js';
+import { carrierOf, tracingEnabled } from '../../shared/observability/tracing.js';
 import type { RequestContext, RouteHandler, RouteOptions } from './request-wrapper.js';
 import { replyRendered } from './surface-reply.js';
 import type { RenderContext, RenderingSurface, Surface, SurfaceHeaders } from './surface.js';
@@ -69,7 +71,8 @@ export function credentialOf(headers: SurfaceHeaders): string {
 /** How the request wrapper serves a surface's route: its headers, a body, its error shape. */
 export function surfaceRouteOptions(surface: Surface): RouteOptions {
   return {
-    headers: surface.headerNames,
+    // The W3C trace context is read only when traces are on (startTracing runs before the routes exist).
+    headers: tracingEnabled() ? [...surface.headerNames, 'traceparent', 'tracestate'] : surface.headerNames,
     body: true,
     renderError: (res, state, error, closeConnection) => replyRendered(res, state, surface.renderError(asGatewayError(error)), closeConnection),
   };
@@ -146,10 +149,10 @@ export function createSurfaceHandler(surface: Surface, dependencies: PipelineDep
   }
 
   /** Registered through the request wrapper with surfaceRouteOptions. */
-  return (call: RequestContext) => {
+  return meteredHandler(surface.name, (call: RequestContext) => {
     const party: RequestParty = { keys, credential: credentialOf(call.headers) };
     return countingRefusals(dependencies.refusals, party, () => handle(call, party));
-  };
+  });
 
   async function handle(call: RequestContext, party: RequestParty): Promise<void> {
     const { res, state } = call;
@@ -164,6 +167,7 @@ export function createSurfaceHandler(surface: Surface, dependencies: PipelineDep
     const request = await surface.parse(body, call.headers, { keyId: key.id });
     party.model = request.model;
     const targets = resolveTargets(catalog, request, 'chat', key.allowedModels);
+    call.model = targets[0]?.id;
     checkProviderCallLimit(request, targets, catalog);
     const project = await keys.projectOf(key);
     const admitted = await admitRequest(counters, key, request, targets, state.requestId, { minOutputTokens: dependencies.minOutputTokens, project });
@@ -187,6 +191,7 @@ export function createSurfaceHandler(surface: Surface, dependencies: PipelineDep
       ...(key.alerts.length > 0 || (project?.alerts.length ?? 0) > 0 ? { alerting: true as const } : {}),
       ...(key.expiresAt ? { keyExpiresAt: key.expiresAt } : {}),
       enqueuedAt: Date.now(),
+      trace: carrierOf(call.span),
     };
     const context: RenderContext = { jobId: job.id, created: Math.floor(job.enqueuedAt / 1000), request };
     await enqueueWithReply(call, dependencies, job, (finish): JobReply => {
@@ -197,7 +202,7 @@ export function createSurfaceHandler(surface: Surface, dependencies: PipelineDep
         cancelJob: () => transport.cancel(job.id),
         fail: (error) => fail(res, state, error),
       });
-    }, release);
+    }, release, (pending) => meterJob(surface.name, call, job.stream, pending));
   }
 }
 

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import type { Logger } from 'pino';
+import type { Span } from '@opentelemetry/api';
 import { GatewayError } from '../../shared/errors.js';
 import { PendingBody, type BodyLimits } from '../body-reader.js';
 import { replyError, type ReplyState } from '../http-reply.js';
@@ -32,6 +33,12 @@ export interface RequestContext {
   readonly body: PendingBody | undefined;
   /** Called once if the client goes away before the reply is complete. */
   onAbort?: () => void;
+  /** For metrics and traces: the catalog id of the requested model once resolved. */
+  model?: string;
+  /** For metrics: performance.now() when the request arrived. */
+  startedAt?: number;
+  /** The request's span when tracing is on. */
+  span?: Span;
 }
 
 export interface RouteOptions {

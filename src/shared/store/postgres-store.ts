@@ -1,3 +1,4 @@
+import { OVER_SIZE_IDS, PAYLOAD_LOG_MIGRATION, PAYLOAD_LOG_SQL, rowToPayload, type PayloadRecord } from './payload-log-records.js';
 import pg from 'pg';
 import type { AttemptRecord } from '../job.js';
 import type { KeyPatch, KeyRecord, LedgerEntry, NewKey, Store, StoredResponse, UsageFilter, UsageRow } from './store.js';
@@ -113,6 +114,8 @@ const MIGRATIONS: { version: number; sql: string }[] = [
   },
   { version: USAGE_SPLIT_MIGRATION, sql: POSTGRES_USAGE_SPLIT_SQL },
   { version: GOVERNANCE_MIGRATION, sql: POSTGRES_GOVERNANCE_SQL },
+  // Opt-in request logs, apart from the ledger (payload-log-records.ts).
+  { version: PAYLOAD_LOG_MIGRATION, sql: PAYLOAD_LOG_SQL },
 ];
 
 // JSONB and BOOLEAN columns travel as their JavaScript values; nano-USD fit in a safe integer.
@@ -320,6 +323,34 @@ class PostgresStore implements Store {
   async purgeResponses(now: string): Promise<number> {
     const { rowCount } = await this.pool.query('DELETE FROM stored_responses WHERE expires_at <= $1', [toIsoTime(now)]);
     return rowCount ?? 0;
+  }
+
+  async setPayloadLogging(keyId: string, enabled: boolean | null): Promise<void> {
+    if (enabled === null) await this.pool.query('DELETE FROM payload_log_keys WHERE key_id = $1', [keyId]);
+    else await this.pool.query('INSERT INTO payload_log_keys (key_id, enabled) VALUES ($1, $2) ON CONFLICT (key_id) DO UPDATE SET enabled = excluded.enabled', [keyId, enabled ? 1 : 0]);
+  }
+
+  async payloadLogging(keyId: string): Promise<boolean | null> {
+    const { rows } = await this.pool.query<{ enabled: number }>('SELECT enabled FROM payload_log_keys WHERE key_id = $1', [keyId]);
+    return rows[0] ? rows[0].enabled === 1 : null;
+  }
+
+  async savePayload(record: PayloadRecord): Promise<void> {
+    await this.pool.query(
+      'INSERT INTO payload_logs (id, key_id, created_at, request, response, bytes) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO UPDATE SET request = excluded.request, response = excluded.response, bytes = excluded.bytes',
+      [record.id, record.keyId, toIsoTime(record.createdAt), record.request, record.response, record.bytes],
+    );
+  }
+
+  async getPayload(id: string): Promise<PayloadRecord | null> {
+    const { rows } = await this.pool.query('SELECT * FROM payload_logs WHERE id = $1', [id]);
+    return rows[0] ? rowToPayload(rows[0]) : null;
+  }
+
+  async purgePayloads(before: string, maxTotalBytes: number): Promise<number> {
+    const old = await this.pool.query('DELETE FROM payload_logs WHERE created_at < $1', [toIsoTime(before)]);
+    const over = await this.pool.query(`DELETE FROM payload_logs WHERE id IN (${OVER_SIZE_IDS} $1)`, [maxTotalBytes]);
+    return (old.rowCount ?? 0) + (over.rowCount ?? 0);
   }
 
   async close(): Promise<void> {

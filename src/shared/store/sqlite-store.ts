@@ -1,3 +1,4 @@
+import { OVER_SIZE_IDS, PAYLOAD_LOG_MIGRATION, PAYLOAD_LOG_SQL, rowToPayload, type PayloadRecord } from './payload-log-records.js';
 import { chmodSync, closeSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
@@ -108,6 +109,8 @@ const MIGRATIONS: { version: number; sql: string }[] = [
   },
   { version: USAGE_SPLIT_MIGRATION, sql: SQLITE_USAGE_SPLIT_SQL },
   { version: GOVERNANCE_MIGRATION, sql: SQLITE_GOVERNANCE_SQL },
+  // Opt-in request logs, apart from the ledger (payload-log-records.ts).
+  { version: PAYLOAD_LOG_MIGRATION, sql: PAYLOAD_LOG_SQL },
 ];
 
 // BigInt binds as an integer, so sums of nano-USD stay in exact 64-bit integer arithmetic.
@@ -326,6 +329,31 @@ class SqliteStore implements Store {
 
   async purgeResponses(now: string): Promise<number> {
     return this.stmt('DELETE FROM stored_responses WHERE expires_at <= ?').run(toIsoTime(now)).changes;
+  }
+
+  async setPayloadLogging(keyId: string, enabled: boolean | null): Promise<void> {
+    if (enabled === null) this.stmt('DELETE FROM payload_log_keys WHERE key_id = ?').run(keyId);
+    else this.stmt('INSERT INTO payload_log_keys (key_id, enabled) VALUES (?, ?) ON CONFLICT (key_id) DO UPDATE SET enabled = excluded.enabled').run(keyId, enabled ? 1 : 0);
+  }
+
+  async payloadLogging(keyId: string): Promise<boolean | null> {
+    const row = this.stmt('SELECT enabled FROM payload_log_keys WHERE key_id = ?').get(keyId) as { enabled: number } | undefined;
+    return row ? row.enabled === 1 : null;
+  }
+
+  async savePayload(record: PayloadRecord): Promise<void> {
+    this.stmt('INSERT OR REPLACE INTO payload_logs (id, key_id, created_at, request, response, bytes) VALUES (?, ?, ?, ?, ?, ?)')
+      .run(record.id, record.keyId, toIsoTime(record.createdAt), record.request, record.response, record.bytes);
+  }
+
+  async getPayload(id: string): Promise<PayloadRecord | null> {
+    const row = this.stmt('SELECT * FROM payload_logs WHERE id = ?').get(id) as Record<string, unknown> | undefined;
+    return row ? rowToPayload(row) : null;
+  }
+
+  async purgePayloads(before: string, maxTotalBytes: number): Promise<number> {
+    const old = this.stmt('DELETE FROM payload_logs WHERE created_at < ?').run(toIsoTime(before)).changes;
+    return old + this.stmt(`DELETE FROM payload_logs WHERE id IN (${OVER_SIZE_IDS} ?)`).run(maxTotalBytes).changes;
   }
 
   async close(): Promise<void> {

@@ -1,3 +1,4 @@
+import type { PayloadRecord } from './payload-log-records.js';
 import type { AttemptRecord } from '../job.js';
 
 export type BudgetPeriod = 'none' | 'daily' | 'weekly' | 'monthly';
@@ -213,5 +214,12 @@ export interface Store {
   importProject(record: ProjectRecord): Promise<void>;
   /** Writes ledger records that are not there yet (by id), leaving key spend alone; then rebuild the rollups. */
   importLedger(entries: LedgerEntry[]): Promise<number>;
+  /** Opt-in request logs (payload-log-records.ts): a key's setting, null when it follows the default. */
+  setPayloadLogging(keyId: string, enabled: boolean | null): Promise<void>;
+  payloadLogging(keyId: string): Promise<boolean | null>;
+  savePayload(record: PayloadRecord): Promise<void>;
+  getPayload(id: string): Promise<PayloadRecord | null>;
+  /** Deletes logs created before `before` and the oldest beyond `maxTotalBytes`; returns how many. */
+  purgePayloads(before: string, maxTotalBytes: number): Promise<number>;
   close(): Promise<void>;
 }

@@ -47,6 +47,7 @@ export class InProcessTransport {
       this.waiting.push(job);
       this.pump();
     },
+    waitingCount: async () => this.waiting.length,
     cancel: (jobId) => {
       const running = this.running.get(jobId);
       if (running) running.controller.abort();

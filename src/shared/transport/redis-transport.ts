@@ -116,6 +116,11 @@ export class RedisIngressTransport implements IngressTransport {
     }
   }
 
+  /** One LLEN-like count per scrape, not per request. */
+  async waitingCount(): Promise<number> {
+    return this.queue ? this.queue.getWaitingCount() : 0;
+  }
+
   cancel(jobId: string): void {
     this.watchdog.forget(jobId);
     // The client left: a live worker settles the job itself.

@@ -15,6 +15,8 @@ export interface IngressTransport {
   enqueue(job: QueuedJob): Promise<void>;
   /** Asks whichever worker holds the job (or will take it) to stop it. */
   cancel(jobId: string): void;
+  /** Jobs waiting for a worker now (the queue_waiting gauge reads it at scrape time). */
+  waitingCount?(): Promise<number>;
   close(): Promise<void>;
 }
 

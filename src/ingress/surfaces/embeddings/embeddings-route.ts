@@ -6,6 +6,8 @@ import { replyError, replyJson } from '../../http-reply.js';
 import { resolveTargets } from '../../pipeline/model-resolution.js';
 import { costHeaders } from '../../pipeline/cost-header.js';
 import { enqueueWithReply } from '../../pipeline/job-registration.js';
+import { meteredHandler, meterJob } from '../../pipeline/request-metering.js';
+import { carrierOf } from '../../../shared/observability/tracing.js';
 import { countingRefusals, credentialOf, type PipelineDependencies, type RequestParty } from '../../pipeline/request-pipeline.js';
 import type { RequestContext, RouteHandler, RouteOptions } from '../../pipeline/request-wrapper.js';
 import { admitEmbeddings } from './embeddings-admission.js';
@@ -17,15 +19,15 @@ import { parseEmbeddingsRequest } from './embeddings-schema.js';
 // the embeddings kind, answer from its `completed` event. Never streamed. Errors in OpenAI's shape.
 
 /** Registered through the request wrapper: the key's headers and a body. */
-export const embeddingsRouteOptions: RouteOptions = { headers: ['authorization', 'x-api-key'], body: true };
+export const embeddingsRouteOptions: RouteOptions = { headers: ['authorization', 'x-api-key', 'traceparent', 'tracestate'], body: true };
 
 export function createEmbeddingsHandler(dependencies: PipelineDependencies): RouteHandler {
   const { catalog, counters, keys, transport } = dependencies;
 
-  return (call: RequestContext) => {
+  return meteredHandler('embeddings', (call: RequestContext) => {
     const party: RequestParty = { keys, credential: credentialOf(call.headers) };
     return countingRefusals(dependencies.refusals, party, () => handle(call, party));
-  };
+  });
 
   async function handle(call: RequestContext, party: RequestParty): Promise<void> {
     const { res, state } = call;
@@ -36,6 +38,7 @@ export function createEmbeddingsHandler(dependencies: PipelineDependencies): Rou
     const request = parseEmbeddingsRequest(body);
     party.model = request.model;
     const targets = resolveTargets(catalog, request, 'embeddings', key.allowedModels);
+    call.model = targets[0]?.id;
     const project = await keys.projectOf(key);
     const admitted = await admitEmbeddings(counters, key, request, targets, state.requestId, project);
     state.extraHeaders = admitted.headers;
@@ -59,6 +62,7 @@ export function createEmbeddingsHandler(dependencies: PipelineDependencies): Rou
       ...(key.alerts.length > 0 || (project?.alerts.length ?? 0) > 0 ? { alerting: true as const } : {}),
       ...(key.expiresAt ? { keyExpiresAt: key.expiresAt } : {}),
       enqueuedAt: Date.now(),
+      trace: carrierOf(call.span),
     };
     await enqueueWithReply(call, dependencies, job, (finish) => ({
       pending: {
@@ -77,6 +81,6 @@ export function createEmbeddingsHandler(dependencies: PipelineDependencies): Rou
           replyError(res, state, new GatewayError('worker_lost', 'Events of this request were lost between the worker and the gateway.'));
         },
       },
-    }), release);
+    }), release, (pending) => meterJob('embeddings', call, false, pending));
   }
 }
