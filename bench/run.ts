@@ -15,6 +15,7 @@ import {
   startEmbedded,
   startNginx,
   startNodeProxy,
+  startEmbeddedTraced,
   startPortkey,
   startScaledOut,
   switchboardCatalog,
@@ -370,6 +371,7 @@ async function main(): Promise<void> {
       if (portkeyAvailable()) starters.push([name, () => startPortkey(context)]);
       else skipped[name] = '@portkey-ai/gateway is not installed (npm install)';
     } else if (name === 'embedded') starters.push([name, () => startEmbedded(context)]);
+    else if (name === 'embedded-traced') starters.push([name, () => startEmbeddedTraced(context)]);
     else if (name === 'embedded-baseline') {
       if (!options.baselineDir) throw new Error('embedded-baseline needs --baseline-dir');
       starters.push([name, () => startEmbedded({ ...context, switchboardDir: options.baselineDir! }, name)]);

@@ -207,18 +207,34 @@ function switchboardEnvironment(context: TargetContext, port: number, dataDir: s
   };
 }
 
-export async function startEmbedded(context: TargetContext, name = 'embedded'): Promise<Target> {
+/**
+ * A collector that accepts OTLP/HTTP trace exports and drops them, so that the `embedded-traced`
+ * target pays for building and exporting spans, not for a collector's work.
+ */
+async function startTraceSink(): Promise<string> {
+  const { createServer } = await import('node:http');
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end('{}'));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  server.unref();
+  const address = server.address();
+  return `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}/v1/traces`;
+}
+
+export async function startEmbedded(context: TargetContext, name = 'embedded', extraEnv: NodeJS.ProcessEnv = {}): Promise<Target> {
   const port = await freePort();
   const dataDir = join(context.tmp, `${name}-data`);
   mkdirSync(dataDir, { recursive: true });
   // The same program as `npm start` (tsx src/main.ts), run as one node process so that its pid is the gateway's.
-  const child = startChild(name, node, ['--import', 'tsx', 'src/main.ts'], { logDir: context.logDir, env: switchboardEnvironment(context, port, dataDir), cwd: context.switchboardDir });
+  const child = startChild(name, node, ['--import', 'tsx', 'src/main.ts'], { logDir: context.logDir, env: { ...switchboardEnvironment(context, port, dataDir), ...extraEnv }, cwd: context.switchboardDir });
   const base = `http://127.0.0.1:${port}`;
   await waitForHttp(`${base}/healthz`, 30_000, child);
   const key = await createKey(base);
   return {
     name,
-    label: name === 'embedded' ? 'Switchboard embedded (npm start)' : `Switchboard embedded, ${context.switchboardDir}`,
+    label: name === 'embedded' ? 'Switchboard embedded (npm start)' : name === 'embedded-traced' ? 'Switchboard embedded, OpenTelemetry traces exported' : `Switchboard embedded, ${context.switchboardDir}`,
     url: `${base}${chatPath}`,
     headers: [`authorization: Bearer ${key}`],
     pids: () => [child.pid],
@@ -226,6 +242,12 @@ export async function startEmbedded(context: TargetContext, name = 'embedded'): 
     notes: [],
     stop: () => child.stop(),
   };
+}
+
+/** The embedded gateway with tracing on: every span built and exported (OTLP/HTTP JSON) to a sink. */
+export async function startEmbeddedTraced(context: TargetContext): Promise<Target> {
+  const endpoint = await startTraceSink();
+  return startEmbedded(context, 'embedded-traced', { OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: endpoint, OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/json', OTEL_SERVICE_NAME: 'switchboard-bench' });
 }
 
 export function scaledOutAvailable(switchboardDir: string): boolean {
