@@ -192,8 +192,11 @@ async function createKey(baseUrl: string): Promise<string> {
 }
 
 function switchboardEnvironment(context: TargetContext, port: number, dataDir: string): NodeJS.ProcessEnv {
+  // The embedded targets run the default deployment: a REDIS_URL or DATABASE_URL in the bench's own
+  // environment (set for the scaled-out targets) would turn them into scaled-out processes.
+  const { REDIS_URL: _redis, DATABASE_URL: _database, ...inherited } = process.env;
   return {
-    ...process.env,
+    ...inherited,
     PORT: String(port),
     HOST: '127.0.0.1',
     SWITCHBOARD_CATALOG: join(context.tmp, 'catalog.yaml'),
