@@ -6,7 +6,7 @@ import type { ModelEntry } from '../shared/catalog/catalog-types.js';
 import { usageCostNanos } from '../shared/pricing.js';
 import { usageSplit, type Usage } from '../shared/usage.js';
 import type { LedgerEntry, Store } from '../shared/store/store.js';
-import { createUsageSettler } from '../shared/store/usage-settler.js';
+import { createUsageSettler, jobSettlement } from '../shared/store/usage-settler.js';
 
 // How every kind of job ends in the books: its ledger record, and its reservation settled to the
 // record's cost in the same step (see usage-settler.ts), so a store outage only delays the row.
@@ -34,18 +34,7 @@ export function createJobSettler(parts: SettlementParts): JobSettler {
       await parts.store.recordUsage(entry).catch((error: Error) => parts.logger.error({ err: error, jobId: job.id }, 'could not write the usage ledger'));
       return;
     }
-    await settleUsage({
-      keyId: job.keyId,
-      reservationId: job.reservationId,
-      costNanos: entry.costNanos,
-      tokens,
-      budgetPeriod: job.budgetPeriod ?? 'none',
-      project: job.project,
-      // The period of the admission, as the ledger row's createdAt: a request admitted before
-      // midnight and settled after it is spend of the day it was admitted, in both.
-      now: job.enqueuedAt,
-      ledger: entry,
-    });
+    await settleUsage(jobSettlement(job, entry, tokens));
   }
 }
 

@@ -1,4 +1,5 @@
-import type { QueuedJob } from '../../shared/job.js';
+import { errorFromDescription, GatewayError } from '../../shared/errors.js';
+import type { JobEvent, QueuedJob } from '../../shared/job.js';
 import type { IngressTransport } from '../../shared/transport/transport.js';
 import type { JobRouter, PendingJob } from '../job-router.js';
 import type { MeteredJob } from './request-metering.js';
@@ -26,6 +27,28 @@ export interface JobReply {
   refused?(): void;
   /** The client went away; by default the job is cancelled. */
   clientGone?(): void;
+}
+
+/**
+ * A reply that answers once: from the job's `completed` event, or with the error of a failure or of
+ * a lost event (the worker's events could not be followed).
+ */
+export function answerOnCompletion(finish: () => void, complete: (event: Extract<JobEvent, { type: 'completed' }>) => void, fail: (error: GatewayError) => void): PendingJob {
+  return {
+    onEvent(event) {
+      if (event.type === 'completed') {
+        finish();
+        complete(event);
+      } else if (event.type === 'failed') {
+        finish();
+        fail(errorFromDescription(event.error));
+      }
+    },
+    onGap() {
+      finish();
+      fail(new GatewayError('worker_lost', 'Events of this request were lost between the worker and the gateway.'));
+    },
+  };
 }
 
 /** Watches a job's events for the request metrics (request-metering.ts). */

@@ -14,7 +14,7 @@ import type { KeyDirectory } from '../key-directory.js';
 import { noteRefusal, type RefusalCounts } from '../refusal-counts.js';
 import { SseWriter } from '../sse-writer.js';
 import { costHeaders } from './cost-header.js';
-import { enqueueWithReply, type JobReply } from './job-registration.js';
+import { answerOnCompletion, enqueueWithReply, type JobReply } from './job-registration.js';
 import { resolveTargets } from './model-resolution.js';
 import { meteredHandler, meterJob } from './request-metering.js';
 import { carrierOf, tracingEnabled } from '../../shared/observability/tracing.js';
@@ -88,21 +88,11 @@ export function createSurfaceHandler(surface: Surface, dependencies: PipelineDep
   const fail = (res: HttpResponse, state: ReplyState, error: unknown) => replyRendered(res, state, surface.renderError(asGatewayError(error)));
 
   function jsonReply(rendering: RenderingSurface, res: HttpResponse, state: ReplyState, context: RenderContext, finish: () => void): PendingJob {
-    return {
-      onEvent(event) {
-        if (event.type === 'completed') {
-          finish();
-          replyRendered(res, state, { status: 200, body: rendering.renderCompletion(context, event), headers: costHeaders(event.usage) });
-        } else if (event.type === 'failed') {
-          finish();
-          fail(res, state, errorFromDescription(event.error));
-        }
-      },
-      onGap() {
-        finish();
-        fail(res, state, new GatewayError('worker_lost', 'Events of this request were lost between the worker and the gateway.'));
-      },
-    };
+    return answerOnCompletion(
+      finish,
+      (event) => replyRendered(res, state, { status: 200, body: rendering.renderCompletion(context, event), headers: costHeaders(event.usage) }),
+      (error) => fail(res, state, error),
+    );
   }
 
   function streamingReply(rendering: RenderingSurface, res: HttpResponse, state: ReplyState, context: RenderContext, finish: () => void): PendingJob {

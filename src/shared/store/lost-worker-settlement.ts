@@ -4,7 +4,7 @@ import type { LostJob } from '../transport/lost-job-tracker.js';
 import { costNanos } from '../pricing.js';
 import { countPromptTokens, countTextTokens } from '../token-counter.js';
 import type { LedgerEntry } from './store.js';
-import type { FinalSettlement, SettleResult } from './usage-settler.js';
+import { jobSettlement, type FinalSettlement, type SettleResult } from './usage-settler.js';
 
 // Bills a stream whose worker died after its first token: the provider charged for what it
 // streamed, and the worker's settlement will never come. The estimate is the tokenizer's count of
@@ -56,16 +56,7 @@ export function createLostWorkerBiller(options: {
   return (lost) => {
     const { job } = lost;
     const { entry, tokens } = lostWorkerEntry(catalog, lost, Date.now());
-    settle({
-      keyId: job.keyId,
-      reservationId: job.reservationId ?? '',
-      costNanos: entry.costNanos,
-      tokens,
-      budgetPeriod: job.budgetPeriod ?? 'none',
-      project: job.project,
-      now: job.enqueuedAt,
-      ledger: entry,
-    })
+    settle(jobSettlement(job, entry, tokens))
       .then((result) => logger.info({ jobId: job.id, keyId: job.keyId, costNanos: entry.costNanos, result }, 'billed a lost worker\'s stream by estimate'))
       .catch((error: Error) => logger.error({ err: error, jobId: job.id }, 'could not bill a lost worker\'s stream'));
   };

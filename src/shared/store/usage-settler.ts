@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
-import type { Counters, SettleReceipt, Settlement } from '../counters/counters.js';
-import type { LedgerEntry, Store } from './store.js';
+import type { Counters, ProjectCharge, SettleReceipt, Settlement } from '../counters/counters.js';
+import type { BudgetPeriod, LedgerEntry, Store } from './store.js';
 
 // The one way a request's cost is settled, by a worker when its job ends and by an ingress that
 // bills a lost worker's stream: the counters first (spend, reservation release and, in Redis, the
@@ -10,6 +10,33 @@ import type { LedgerEntry, Store } from './store.js';
 // process, SQLite beside it) the store is written directly.
 
 export type FinalSettlement = Settlement & { ledger: LedgerEntry };
+
+/** What a job's settlement needs of the job: its key, its admission's reservation, period and project, and when it was admitted. */
+export interface SettledJob {
+  keyId: string;
+  reservationId?: string;
+  budgetPeriod?: BudgetPeriod;
+  project?: ProjectCharge;
+  enqueuedAt: number;
+}
+
+/**
+ * A job's final settlement: its ledger record, charged against the reservation admission made, in
+ * the admission's period (the ledger row's createdAt): a request admitted before midnight and
+ * settled after it is spend of the day it was admitted, in both.
+ */
+export function jobSettlement(job: SettledJob, entry: LedgerEntry, tokens: number): FinalSettlement {
+  return {
+    keyId: job.keyId,
+    reservationId: job.reservationId ?? '',
+    costNanos: entry.costNanos,
+    tokens,
+    budgetPeriod: job.budgetPeriod ?? 'none',
+    project: job.project,
+    now: job.enqueuedAt,
+    ledger: entry,
+  };
+}
 
 export interface UsageSettlerParts {
   counters: Counters;

@@ -1,11 +1,10 @@
 import { inClientEncoding } from '../../../shared/embeddings/embedding-encoding.js';
-import { errorFromDescription, GatewayError } from '../../../shared/errors.js';
 import type { EmbeddingsJob } from '../../../shared/job.js';
 import { authenticate } from '../../authenticate.js';
 import { replyError, replyJson } from '../../http-reply.js';
 import { resolveTargets } from '../../pipeline/model-resolution.js';
 import { costHeaders } from '../../pipeline/cost-header.js';
-import { enqueueWithReply } from '../../pipeline/job-registration.js';
+import { answerOnCompletion, enqueueWithReply } from '../../pipeline/job-registration.js';
 import { meteredHandler, meterJob } from '../../pipeline/request-metering.js';
 import { carrierOf } from '../../../shared/observability/tracing.js';
 import { countingRefusals, credentialOf, type PipelineDependencies, type RequestParty } from '../../pipeline/request-pipeline.js';
@@ -65,22 +64,14 @@ export function createEmbeddingsHandler(dependencies: PipelineDependencies): Rou
       trace: carrierOf(call.span),
     };
     await enqueueWithReply(call, dependencies, job, (finish) => ({
-      pending: {
-        onEvent(event) {
-          if (event.type === 'completed') {
-            finish();
-            const embeddings = (event.embeddings ?? []).map((embedding) => inClientEncoding(embedding, request.encodingFormat));
-            replyJson(res, state, 200, embeddingsBody(event.model, embeddings, event.usage), costHeaders(event.usage));
-          } else if (event.type === 'failed') {
-            finish();
-            replyError(res, state, errorFromDescription(event.error));
-          }
+      pending: answerOnCompletion(
+        finish,
+        (event) => {
+          const embeddings = (event.embeddings ?? []).map((embedding) => inClientEncoding(embedding, request.encodingFormat));
+          replyJson(res, state, 200, embeddingsBody(event.model, embeddings, event.usage), costHeaders(event.usage));
         },
-        onGap() {
-          finish();
-          replyError(res, state, new GatewayError('worker_lost', 'Events of this request were lost between the worker and the gateway.'));
-        },
-      },
+        (error) => replyError(res, state, error),
+      ),
     }), release, (pending) => meterJob('embeddings', call, false, pending));
   }
 }
