@@ -1,6 +1,9 @@
 import { errorFromDescription, GatewayError } from '../../shared/errors.js';
 import type { JobEvent, QueuedJob } from '../../shared/job.js';
+import { carrierOf } from '../../shared/observability/tracing.js';
+import type { KeyRecord, ProjectRecord } from '../../shared/store/store.js';
 import type { IngressTransport } from '../../shared/transport/transport.js';
+import type { AdmittedRequest } from '../admission.js';
 import type { JobRouter, PendingJob } from '../job-router.js';
 import type { MeteredJob } from './request-metering.js';
 import type { RequestContext } from './request-wrapper.js';
@@ -27,6 +30,27 @@ export interface JobReply {
   refused?(): void;
   /** The client went away; by default the job is cancelled. */
   clientGone?(): void;
+}
+
+/**
+ * The fields every job takes from its admission: where its events go, the reservation to settle
+ * (at the project too), whether budget alerts follow it, the key's expiry for the worker's last
+ * check, and the trace it continues.
+ */
+export function admittedJobFields(call: RequestContext, transport: IngressTransport, key: KeyRecord, project: ProjectRecord | null, admitted: AdmittedRequest) {
+  return {
+    id: call.state.requestId,
+    replyTo: transport.ingressId,
+    keyId: key.id,
+    reservationId: admitted.reservationId,
+    reservedNanos: admitted.reservedNanos,
+    budgetPeriod: key.budgetPeriod,
+    ...(admitted.project ? { project: admitted.project } : {}),
+    ...(key.alerts.length > 0 || (project?.alerts.length ?? 0) > 0 ? { alerting: true as const } : {}),
+    ...(key.expiresAt ? { keyExpiresAt: key.expiresAt } : {}),
+    enqueuedAt: Date.now(),
+    trace: carrierOf(call.span),
+  };
 }
 
 /**

@@ -14,10 +14,10 @@ import type { KeyDirectory } from '../key-directory.js';
 import { noteRefusal, type RefusalCounts } from '../refusal-counts.js';
 import { SseWriter } from '../sse-writer.js';
 import { costHeaders } from './cost-header.js';
-import { answerOnCompletion, enqueueWithReply, type JobReply } from './job-registration.js';
+import { admittedJobFields, answerOnCompletion, enqueueWithReply, type JobReply } from './job-registration.js';
 import { resolveTargets } from './model-resolution.js';
 import { meteredHandler, meterJob } from './request-metering.js';
-import { carrierOf, tracingEnabled } from '../../shared/observability/tracing.js';
+import { tracingEnabled } from '../../shared/observability/tracing.js';
 import type { RequestContext, RouteHandler, RouteOptions } from './request-wrapper.js';
 import { replyRendered } from './surface-reply.js';
 import type { RenderContext, RenderingSurface, Surface, SurfaceHeaders } from './surface.js';
@@ -167,22 +167,7 @@ export function createSurfaceHandler(surface: Surface, dependencies: PipelineDep
       await release();
       return;
     }
-    const job: CompletionJob = {
-      id: state.requestId,
-      replyTo: transport.ingressId,
-      keyId: key.id,
-      targets: targets.map((target) => target.id),
-      request,
-      stream: request.stream,
-      reservationId: admitted.reservationId,
-      reservedNanos: admitted.reservedNanos,
-      budgetPeriod: key.budgetPeriod,
-      ...(admitted.project ? { project: admitted.project } : {}),
-      ...(key.alerts.length > 0 || (project?.alerts.length ?? 0) > 0 ? { alerting: true as const } : {}),
-      ...(key.expiresAt ? { keyExpiresAt: key.expiresAt } : {}),
-      enqueuedAt: Date.now(),
-      trace: carrierOf(call.span),
-    };
+    const job: CompletionJob = { ...admittedJobFields(call, transport, key, project, admitted), targets: targets.map((target) => target.id), request, stream: request.stream };
     const context: RenderContext = { jobId: job.id, created: Math.floor(job.enqueuedAt / 1000), request };
     await enqueueWithReply(call, dependencies, job, (finish): JobReply => {
       if (surface.takeOver === undefined) return { pending: job.stream ? streamingReply(surface, res, state, context, finish) : jsonReply(surface, res, state, context, finish) };

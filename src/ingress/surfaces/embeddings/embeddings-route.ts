@@ -4,9 +4,8 @@ import { authenticate } from '../../authenticate.js';
 import { replyError, replyJson } from '../../http-reply.js';
 import { resolveTargets } from '../../pipeline/model-resolution.js';
 import { costHeaders } from '../../pipeline/cost-header.js';
-import { answerOnCompletion, enqueueWithReply } from '../../pipeline/job-registration.js';
+import { admittedJobFields, answerOnCompletion, enqueueWithReply } from '../../pipeline/job-registration.js';
 import { meteredHandler, meterJob } from '../../pipeline/request-metering.js';
-import { carrierOf } from '../../../shared/observability/tracing.js';
 import { countingRefusals, credentialOf, type PipelineDependencies, type RequestParty } from '../../pipeline/request-pipeline.js';
 import type { RequestContext, RouteHandler, RouteOptions } from '../../pipeline/request-wrapper.js';
 import { admitEmbeddings } from './embeddings-admission.js';
@@ -46,23 +45,7 @@ export function createEmbeddingsHandler(dependencies: PipelineDependencies): Rou
       await release();
       return;
     }
-    const job: EmbeddingsJob = {
-      kind: 'embeddings',
-      id: state.requestId,
-      replyTo: transport.ingressId,
-      keyId: key.id,
-      targets: targets.map((target) => target.id),
-      request,
-      stream: false,
-      reservationId: admitted.reservationId,
-      reservedNanos: admitted.reservedNanos,
-      budgetPeriod: key.budgetPeriod,
-      ...(admitted.project ? { project: admitted.project } : {}),
-      ...(key.alerts.length > 0 || (project?.alerts.length ?? 0) > 0 ? { alerting: true as const } : {}),
-      ...(key.expiresAt ? { keyExpiresAt: key.expiresAt } : {}),
-      enqueuedAt: Date.now(),
-      trace: carrierOf(call.span),
-    };
+    const job: EmbeddingsJob = { kind: 'embeddings', ...admittedJobFields(call, transport, key, project, admitted), targets: targets.map((target) => target.id), request, stream: false };
     await enqueueWithReply(call, dependencies, job, (finish) => ({
       pending: answerOnCompletion(
         finish,
