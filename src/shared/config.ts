@@ -31,7 +31,8 @@ export interface GatewayConfig {
   minOutputTokens: number;
 }
 
-function positiveNumber(environment: NodeJS.ProcessEnv, name: string, fallback: number): number {
+/** A positive number from the environment (fractions allowed), or the fallback when unset or empty. */
+export function positiveNumber(environment: NodeJS.ProcessEnv, name: string, fallback: number): number {
   const raw = environment[name];
   if (raw === undefined || raw === '') return fallback;
   const value = Number(raw);

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { positiveNumber } from '../config.js';
 import type { Store } from './store.js';
 
 // Settings of the opt-in request logs, read from the environment, and the purge that keeps them
@@ -17,23 +18,15 @@ export interface PayloadLogSettings {
   purgeIntervalMs: number;
 }
 
-function positive(environment: NodeJS.ProcessEnv, name: string, fallback: number): number {
-  const raw = environment[name];
-  if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isFinite(value) || value <= 0) throw new Error(`${name} must be a positive number, got '${raw}'.`);
-  return value;
-}
-
 export function readPayloadLogSettings(environment: NodeJS.ProcessEnv): PayloadLogSettings {
   const mode = (environment.SWITCHBOARD_PAYLOAD_LOGGING ?? 'off').toLowerCase();
   if (!['on', 'off', 'true', 'false', '1', '0', ''].includes(mode)) throw new Error(`SWITCHBOARD_PAYLOAD_LOGGING must be on or off, got '${mode}'.`);
   return {
     defaultOn: mode === 'on' || mode === 'true' || mode === '1',
-    retentionMs: Math.round(positive(environment, 'SWITCHBOARD_PAYLOAD_RETENTION_DAYS', 7) * 86_400_000),
-    maxBodyBytes: Math.round(positive(environment, 'SWITCHBOARD_PAYLOAD_MAX_BODY_BYTES', 256 * 1024)),
-    maxTotalBytes: Math.round(positive(environment, 'SWITCHBOARD_PAYLOAD_MAX_TOTAL_MB', 512) * 1024 * 1024),
-    purgeIntervalMs: positive(environment, 'SWITCHBOARD_PAYLOAD_PURGE_INTERVAL_MS', 3_600_000),
+    retentionMs: Math.round(positiveNumber(environment, 'SWITCHBOARD_PAYLOAD_RETENTION_DAYS', 7) * 86_400_000),
+    maxBodyBytes: Math.round(positiveNumber(environment, 'SWITCHBOARD_PAYLOAD_MAX_BODY_BYTES', 256 * 1024)),
+    maxTotalBytes: Math.round(positiveNumber(environment, 'SWITCHBOARD_PAYLOAD_MAX_TOTAL_MB', 512) * 1024 * 1024),
+    purgeIntervalMs: positiveNumber(environment, 'SWITCHBOARD_PAYLOAD_PURGE_INTERVAL_MS', 3_600_000),
   };
 }
 
