@@ -1,5 +1,5 @@
 import { jobFinished, jobTaken } from '../shared/observability/metrics.js';
-import { inJobSpans } from '../shared/observability/tracing.js';
+import { inJobSpans, tracingEnabled } from '../shared/observability/tracing.js';
 import type { JobHandler } from '../shared/transport/transport.js';
 import { createCompletionHandler, type CompletionWorkerDependencies } from './completion-worker.js';
 import { createEmbeddingsHandler } from './embeddings-worker.js';
@@ -11,8 +11,9 @@ export function createJobHandler(dependencies: CompletionWorkerDependencies): Jo
   return async (job, control) => {
     jobTaken(job.enqueuedAt);
     try {
+      if (!tracingEnabled()) await (job.kind === 'embeddings' ? embeddings(job, control) : completions(job, control));
       // The queue wait and the chain become spans of the request's trace, which the job carries.
-      await inJobSpans(job.trace, job.enqueuedAt, { 'switchboard.job.id': job.id, 'switchboard.model': job.targets[0] ?? '' }, () =>
+      else await inJobSpans(job.trace, job.enqueuedAt, { 'switchboard.job.id': job.id, 'switchboard.model': job.targets[0] ?? '' }, () =>
         job.kind === 'embeddings' ? embeddings(job, control) : completions(job, control));
     } finally {
       jobFinished();

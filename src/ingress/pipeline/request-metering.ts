@@ -24,7 +24,7 @@ export function meteredHandler(surface: string, handler: RouteHandler): RouteHan
       if (known) recordRefusal(error.code);
       const status = known ? error.status : 500;
       recordRequest(surface, call.model ?? unresolvedModel, unresolvedModel, status, startedAt);
-      endSpan(call.span, { 'http.response.status_code': status, 'gen_ai.request.model': call.model ?? unresolvedModel, 'error.type': known ? error.code : 'internal_error' }, true, known ? error.code : 'internal_error');
+      if (call.span) endSpan(call.span, { 'http.response.status_code': status, 'gen_ai.request.model': call.model ?? unresolvedModel, 'error.type': known ? error.code : 'internal_error' }, true, known ? error.code : 'internal_error');
       throw error;
     }
   };
@@ -49,7 +49,7 @@ export function meterJob(surface: string, call: RequestContext, stream: boolean,
     ended = true;
     if (stream) streamClosed();
     recordRequest(surface, model, servedModel, status, startedAt);
-    endSpan(call.span, { 'http.response.status_code': status, 'gen_ai.request.model': model, 'gen_ai.response.model': servedModel }, status >= 500);
+    if (call.span) endSpan(call.span, { 'http.response.status_code': status, 'gen_ai.request.model': model, 'gen_ai.response.model': servedModel }, status >= 500);
   };
   return {
     onEvent(event) {
