@@ -1,5 +1,5 @@
 import type { ModelEntry } from '../shared/catalog/catalog-types.js';
-import type { Counters, RateLimitState } from '../shared/counters/counters.js';
+import type { Admission, Counters, RateLimitState } from '../shared/counters/counters.js';
 import { GatewayError, invalidApiKey } from '../shared/errors.js';
 import type { InternalRequest } from '../shared/internal/request.js';
 import { usdToNanos } from '../shared/pricing.js';
@@ -70,6 +70,46 @@ function budgetLeft(key: KeyRecord, project: ProjectRecord | null): number | nul
   return left === null ? null : Math.max(0, left);
 }
 
+/**
+ * The one counters call of every surface: the key's revocation, rpm, tpm, concurrency and budget,
+ * and its project's, with `tokens` counted against tpm and `reserveNanos` reserved.
+ */
+export function admitToCounters(counters: Counters, key: KeyRecord, project: ProjectRecord | null, requestId: string, tokens: number, reserveNanos: number): Promise<Admission> {
+  return counters.admit({
+    keyId: key.id,
+    requestId,
+    limits: { rpm: key.rpm, tpm: key.tpm, maxConcurrent: key.maxConcurrent, budgetNanos: key.budgetUsd === null ? null : usdToNanos(key.budgetUsd), budgetPeriod: key.budgetPeriod },
+    tokens,
+    reserveNanos,
+    now: Date.now(),
+    ...projectAdmission(project),
+  });
+}
+
+/**
+ * A refusal that reads the same whatever was sized: a revoked key, any project refusal, the key's
+ * concurrency and requests per minute. Undefined for the key's budget and tokens per minute, whose
+ * message says what the surface counted.
+ */
+export function sharedRefusal(admission: Extract<Admission, { ok: false }>, key: KeyRecord, project: ProjectRecord | null, sized: { reserveNanos: number; tokens: number }, headers: Array<[string, string]>): GatewayError | undefined {
+  if (admission.reason === 'revoked') return invalidApiKey();
+  if (admission.level === 'project' && project) return projectRefusal(project, admission, sized, headers, usd);
+  if (admission.reason === 'budget_exceeded') return undefined;
+  let message: string;
+  if (admission.reason === 'concurrency') message = `This key has reached its limit of ${key.maxConcurrent} concurrent requests.`;
+  else if (key.rpm !== null && admission.rateLimit.remainingRequests === 0) message = `This key has reached its limit of ${key.rpm} requests per minute.`;
+  else return undefined;
+  const { retryAfterSeconds } = admission;
+  return new GatewayError('rate_limit_exceeded', retryAfterSeconds === undefined ? message : `${message} Try again in ${retryAfterSeconds} s.`, { retryAfterSeconds, headers });
+}
+
+/** A tokens-per-minute refusal; no retry-after when waiting cannot help (the request alone exceeds the limit). */
+export function tokenRateRefusal(admission: Extract<Admission, { ok: false }>, exceedsAlone: string, waitForMore: string, headers: Array<[string, string]>): GatewayError {
+  const { retryAfterSeconds } = admission;
+  const message = retryAfterSeconds === undefined ? exceedsAlone : `${waitForMore} Try again in ${retryAfterSeconds} s.`;
+  return new GatewayError('rate_limit_exceeded', message, { retryAfterSeconds, headers });
+}
+
 /** The response header that tells a client its max tokens was lowered to fit the budget. */
 export const CLAMPED_HEADER = 'x-switchboard-max-tokens-clamped';
 
@@ -78,18 +118,8 @@ export async function admitRequest(counters: Counters, key: KeyRecord, request: 
   const needsTokens = key.tpm !== null || key.budgetUsd !== null || projectNeedsTokens(project);
   const promptTokens = needsTokens ? countPromptTokens(request) : 0;
   const choices = request.n;
-  const budgetNanos = key.budgetUsd === null ? null : usdToNanos(key.budgetUsd);
   const full = askedCeiling(request, targets);
-  const admit = (reservation: Reservation) =>
-    counters.admit({
-      keyId: key.id,
-      requestId,
-      limits: { rpm: key.rpm, tpm: key.tpm, maxConcurrent: key.maxConcurrent, budgetNanos, budgetPeriod: key.budgetPeriod },
-      tokens: needsTokens ? reservation.tokens : 0,
-      reserveNanos: needsTokens ? reservation.reserveNanos : 0,
-      now: Date.now(),
-      ...projectAdmission(project),
-    });
+  const admit = (reservation: Reservation) => admitToCounters(counters, key, project, requestId, needsTokens ? reservation.tokens : 0, needsTokens ? reservation.reserveNanos : 0);
   let reservation = reservationFor(targets, promptTokens, choices, full);
   let admission = await admit(reservation);
   const left = budgetLeft(key, project);
@@ -122,8 +152,8 @@ export async function admitRequest(counters: Counters, key: KeyRecord, request: 
     if (reservation.ceiling < full) headers.push([CLAMPED_HEADER, String(reservation.ceiling)]);
     return { reservationId: admission.reservationId, reservedNanos: needsTokens ? reserveNanos : 0, headers, project: projectCharge(project) };
   }
-  if (admission.reason === 'revoked') throw invalidApiKey();
-  if (admission.level === 'project' && project) throw projectRefusal(project, admission, { reserveNanos, tokens }, headers, usd);
+  const shared = sharedRefusal(admission, key, project, { reserveNanos, tokens }, headers);
+  if (shared) throw shared;
   const retryAfterSeconds = admission.retryAfterSeconds;
   if (admission.reason === 'budget_exceeded') {
     const period = key.budgetPeriod === 'none' ? 'total' : key.budgetPeriod;
@@ -138,22 +168,17 @@ export async function admitRequest(counters: Counters, key: KeyRecord, request: 
       { headers, retryAfterSeconds },
     );
   }
-  let message: string;
-  if (admission.reason === 'concurrency') {
-    message = `This key has reached its limit of ${key.maxConcurrent} concurrent requests.`;
-  } else if (key.rpm !== null && admission.rateLimit.remainingRequests === 0) {
-    message = `This key has reached its limit of ${key.rpm} requests per minute.`;
-  } else if (retryAfterSeconds === undefined) {
-    message = `This request needs up to ${tokens} tokens (prompt plus max_tokens${choices > 1 ? ', times n' : ''}), more than this key's limit of ${key.tpm} tokens per minute allows; lower max_tokens.`;
-  } else {
-    message = `This request needs up to ${tokens} tokens (prompt plus max_tokens${choices > 1 ? ', times n' : ''}); this key has ${admission.rateLimit.remainingTokens ?? 0} of its ${key.tpm} tokens per minute left.`;
-  }
-  // No retry-after when waiting cannot help (the request alone exceeds the limit).
-  throw new GatewayError('rate_limit_exceeded', retryAfterSeconds === undefined ? message : `${message} Try again in ${retryAfterSeconds} s.`, { retryAfterSeconds, headers });
+  const times = choices > 1 ? ', times n' : '';
+  throw tokenRateRefusal(
+    admission,
+    `This request needs up to ${tokens} tokens (prompt plus max_tokens${times}), more than this key's limit of ${key.tpm} tokens per minute allows; lower max_tokens.`,
+    `This request needs up to ${tokens} tokens (prompt plus max_tokens${times}); this key has ${admission.rateLimit.remainingTokens ?? 0} of its ${key.tpm} tokens per minute left.`,
+    headers,
+  );
 }
 
 /** Nano-USD as dollars, exact and without trailing zeros past the cents. */
-function usd(nanos: number): string {
+export function usd(nanos: number): string {
   const text = (nanos / 1e9).toFixed(9).replace(/0+$/, '');
   const [whole, fraction = ''] = text.split('.');
   return `$${whole}.${fraction.padEnd(2, '0')}`;

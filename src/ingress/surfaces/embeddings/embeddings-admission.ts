@@ -2,39 +2,25 @@ import { highestPricing, type ModelEntry } from '../../../shared/catalog/catalog
 import type { Counters } from '../../../shared/counters/counters.js';
 import { countEmbeddingTokens } from '../../../shared/embeddings/embeddings-tokens.js';
 import type { EmbeddingsRequest } from '../../../shared/embeddings/embeddings-request.js';
-import { GatewayError, invalidApiKey } from '../../../shared/errors.js';
+import { GatewayError } from '../../../shared/errors.js';
 import { costNanos, usdToNanos } from '../../../shared/pricing.js';
 import type { KeyRecord, ProjectRecord } from '../../../shared/store/store.js';
-import { projectAdmission, projectCharge, projectNeedsTokens, projectRefusal } from '../../project-admission.js';
-import { rateLimitHeaders, type AdmittedRequest } from '../../admission.js';
+import { projectCharge, projectNeedsTokens } from '../../project-admission.js';
+import { admitToCounters, rateLimitHeaders, sharedRefusal, tokenRateRefusal, usd, type AdmittedRequest } from '../../admission.js';
 
-// The same admission as chat (one counters call: revocation, rpm, tpm, concurrency, budget), sized
+// The same admission as chat (the same counters call: revocation, rpm, tpm, concurrency, budget), sized
 // for embeddings: there is no output, so the tokens are the input's and the reservation is their
 // cost at the dearest model (and deployment) of the chain. The worker settles it to the real cost.
-
-/** Nano-USD as dollars, exact and without trailing zeros past the cents. */
-function usd(nanos: number): string {
-  const [whole, fraction = ''] = (nanos / 1e9).toFixed(9).replace(/0+$/, '').split('.');
-  return `$${whole}.${fraction.padEnd(2, '0')}`;
-}
 
 export async function admitEmbeddings(counters: Counters, key: KeyRecord, request: EmbeddingsRequest, targets: ModelEntry[], requestId: string, project: ProjectRecord | null = null): Promise<AdmittedRequest> {
   const needsTokens = key.tpm !== null || key.budgetUsd !== null || projectNeedsTokens(project);
   const tokens = needsTokens ? countEmbeddingTokens(request) : 0;
   const reserveNanos = Math.max(0, ...targets.map((model) => costNanos(highestPricing(model), tokens, 0)));
-  const admission = await counters.admit({
-    keyId: key.id,
-    requestId,
-    limits: { rpm: key.rpm, tpm: key.tpm, maxConcurrent: key.maxConcurrent, budgetNanos: key.budgetUsd === null ? null : usdToNanos(key.budgetUsd), budgetPeriod: key.budgetPeriod },
-    tokens,
-    reserveNanos,
-    now: Date.now(),
-    ...projectAdmission(project),
-  });
+  const admission = await admitToCounters(counters, key, project, requestId, tokens, reserveNanos);
   const headers = rateLimitHeaders(admission.rateLimit);
   if (admission.ok) return { reservationId: admission.reservationId, reservedNanos: reserveNanos, headers, project: projectCharge(project) };
-  if (admission.reason === 'revoked') throw invalidApiKey();
-  if (admission.level === 'project' && project) throw projectRefusal(project, admission, { reserveNanos, tokens }, headers, usd);
+  const shared = sharedRefusal(admission, key, project, { reserveNanos, tokens }, headers);
+  if (shared) throw shared;
   const { retryAfterSeconds } = admission;
   if (admission.reason === 'budget_exceeded') {
     const period = key.budgetPeriod === 'none' ? 'total' : key.budgetPeriod;
@@ -45,11 +31,10 @@ export async function admitEmbeddings(counters: Counters, key: KeyRecord, reques
       { headers, retryAfterSeconds },
     );
   }
-  let message: string;
-  if (admission.reason === 'concurrency') message = `This key has reached its limit of ${key.maxConcurrent} concurrent requests.`;
-  else if (key.rpm !== null && admission.rateLimit.remainingRequests === 0) message = `This key has reached its limit of ${key.rpm} requests per minute.`;
-  else if (retryAfterSeconds === undefined) message = `This request has ${tokens} input tokens, more than this key's limit of ${key.tpm} tokens per minute allows; send less input per request.`;
-  else message = `This request has ${tokens} input tokens; this key has ${admission.rateLimit.remainingTokens ?? 0} of its ${key.tpm} tokens per minute left.`;
-  // No retry-after when waiting cannot help (the request alone exceeds the limit).
-  throw new GatewayError('rate_limit_exceeded', retryAfterSeconds === undefined ? message : `${message} Try again in ${retryAfterSeconds} s.`, { retryAfterSeconds, headers });
+  throw tokenRateRefusal(
+    admission,
+    `This request has ${tokens} input tokens, more than this key's limit of ${key.tpm} tokens per minute allows; send less input per request.`,
+    `This request has ${tokens} input tokens; this key has ${admission.rateLimit.remainingTokens ?? 0} of its ${key.tpm} tokens per minute left.`,
+    headers,
+  );
 }
