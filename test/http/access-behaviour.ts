@@ -216,6 +216,26 @@ export function describeAccess(kind: DeploymentKind): void {
   });
 
   describe('the audit log', () => {
+    it("records the dashboard's admin actions through the same place as the bearer API's", async () => {
+      const base = context.deployment.url();
+      const origin = new URL(base).origin;
+      const signIn = await fetch(`${base}/dashboard/api/session`, {
+        method: 'POST', headers: { origin, 'content-type': 'application/json' }, body: JSON.stringify({ token: context.deployment.adminToken }),
+      });
+      expect(signIn.status).toBe(200);
+      const cookie = signIn.headers.get('set-cookie')!.split(';')[0]!;
+      const { csrf_token: csrf } = (await signIn.json()) as { csrf_token: string };
+      const created = await fetch(`${base}/dashboard/api/keys`, {
+        method: 'POST', headers: { origin, cookie, 'x-csrf-token': csrf, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'made in the dashboard' }),
+      });
+      expect(created.status).toBe(201);
+      const key = (await created.json()) as { id: string; key: string };
+      secrets.push(key.key);
+      expected.push({ action: 'key.created', actorId: 'root', targetId: key.id });
+      const entry = (await auditLog(`target_id=${key.id}`)).body.data[0];
+      expect(entry).toMatchObject({ action: 'key.created', actor: { kind: 'root', id: 'root' }, changes: { name: { to: 'made in the dashboard' } } });
+    });
+
     it('shows every admin action of this file with the right actor, and filters by actor, action, target and time', async () => {
       const log = (await auditLog()).body.data as Array<Record<string, any>>;
       for (const want of expected) {
