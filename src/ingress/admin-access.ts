@@ -1,5 +1,6 @@
 import type { HttpResponse } from 'uWebSockets.js';
 import type { Logger } from 'pino';
+import { withoutWebhookPaths } from '../shared/access/audit-changes.js';
 import { auditActor } from '../shared/access/principal-lookup.js';
 import type { Principal, Role } from '../shared/access/principal.js';
 import { GatewayError } from '../shared/errors.js';
@@ -12,7 +13,7 @@ import type { ReplyState } from './http-reply.js';
 // (/dashboard/api), runs through runAdminRoute(): the route declares the roles it admits and the
 // audit action it records; the action itself narrows a member to their projects (admin-access-scope.ts)
 // and returns what it changed. Denied changes are recorded too (outcome failure): the caller is
-// known, so the entry names who tried.
+// known, so the entry names who tried. A viewer's answers carry no webhook path (see the end).
 
 export const anyRole: readonly Role[] = ['admin', 'member', 'viewer'];
 /** Key changes: a member's are checked against their projects by the action. */
@@ -94,5 +95,6 @@ export async function runAdminRoute(route: AdminRoute, store: Store, logger: Log
   if (route.audit && details) {
     await record({ action: details.action ?? route.audit, targetType: details.targetType, targetId: details.targetId, changes: details.changes ?? null });
   }
-  return [status, body];
+  // Read-only users see alert webhooks by origin only: chat webhooks carry their credential in the path.
+  return [status, call.actor.role === 'viewer' ? withoutWebhookPaths(body) : body];
 }

@@ -64,12 +64,17 @@ export function describeAccess(kind: DeploymentKind): void {
   describe('users, roles and admin tokens', () => {
     it('lets a viewer token read everything but change nothing (403 insufficient_role)', async () => {
       const viewer = await user('viewer@example.com', 'viewer');
-      const key = await rootKey({ name: 'seen by the viewer' });
+      const key = await rootKey({ name: 'seen by the viewer', alerts: [{ threshold_percent: 80, webhook_url: 'https://hooks.example.com/services/T0/B0/webhook-credential' }] });
       const me = await as(viewer.token, 'GET', '/admin/v1/me');
       expect(me.body).toMatchObject({ object: 'principal', kind: 'token', id: viewer.tokenId, role: 'viewer', user_id: viewer.id });
       const listed = await as(viewer.token, 'GET', '/admin/v1/keys');
       expect(listed.status).toBe(200);
       expect(listed.body.data.map((k: { id: string }) => k.id)).toContain(key.id);
+      // Webhook URLs carry credentials: a viewer sees their origin only, an admin the whole URL.
+      expect(listed.text).not.toContain('webhook-credential');
+      expect((await as(viewer.token, 'GET', `/admin/v1/keys/${key.id}`)).body.alerts).toEqual([{ threshold_percent: 80, webhook_url: 'https://hooks.example.com/…' }]);
+      expect((await root('GET', `/admin/v1/keys/${key.id}`)).body.alerts[0].webhook_url).toContain('webhook-credential');
+      secrets.push('webhook-credential');
       for (const path of ['/admin/v1/usage', '/admin/v1/requests', '/admin/v1/projects', '/admin/v1/users', '/admin/v1/admin-tokens', '/admin/v1/audit', `/admin/v1/keys/${key.id}`]) {
         expect((await as(viewer.token, 'GET', path)).status, path).toBe(200);
       }
