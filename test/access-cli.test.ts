@@ -6,8 +6,13 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main } from '../src/cli/switchboard-cli.js';
 import { startEmbeddedGateway, type EmbeddedGateway } from '../src/embedded-gateway.js';
+import { randomBytes } from 'node:crypto';
+import { principalOfAdminToken } from '../src/shared/access/principal-lookup.js';
+import { openPostgresStore } from '../src/shared/store/postgres-store.js';
+import { openSqliteStore } from '../src/shared/store/sqlite-store.js';
 import { startOpenAiProviderDouble, type OpenAiProviderDouble } from './doubles/openai-provider-double.js';
 import { testEnvironment } from './support/gateway-harness.js';
+import { dropSchema } from './support/scaled-harness.js';
 
 // Users, admin tokens and the audit log from the `switchboard` CLI, against the embedded gateway;
 // the per-user token it creates is then used by the CLI itself (SWITCHBOARD_ADMIN_TOKEN).
@@ -137,5 +142,35 @@ describe('switchboard CLI: users, admin tokens and the audit log', () => {
     expect(JSON.parse(all.stdout).data.length).toBeGreaterThanOrEqual(12);
     expect(secrets.length).toBe(5);
     for (const secret of secrets) expect(all.stdout).not.toContain(secret);
+  });
+});
+
+describe.skipIf(!process.env.DATABASE_URL)('switchboard migrate: users, admin tokens and the audit log (needs DATABASE_URL)', () => {
+  const schema = `sb_test_${randomBytes(5).toString('hex')}`;
+  afterAll(async () => {
+    await dropSchema(process.env.DATABASE_URL!, schema).catch(() => undefined);
+  });
+
+  it('moves them to PostgreSQL, where the tokens keep working, with the same result when run twice', async () => {
+    const user = await json(['users', 'add', '--email', 'moving@example.com', '--role', 'member']);
+    const token = await json(['admin-tokens', 'create', '--user', user.id, '--name', 'moving']);
+    const runs: Run[] = [];
+    for (let i = 0; i < 2; i++) runs.push(await binary(['migrate', '--from', dataDir, '--to', process.env.DATABASE_URL!, '--schema', schema, '--json'], gateway.adminToken));
+    for (const run of runs) expect(run.code, run.stderr).toBe(0);
+    const [first, second] = runs.map((run) => JSON.parse(run.stdout));
+    expect(second).toEqual(first);
+    expect(first).toMatchObject({ users: 3, adminTokens: 3 });
+    const source = await openSqliteStore(join(dataDir, 'switchboard.db'));
+    const target = await openPostgresStore(process.env.DATABASE_URL!, { schema });
+    try {
+      expect(await target.listUsers()).toEqual(await source.listUsers());
+      expect(await target.listAdminTokens()).toEqual(await source.listAdminTokens());
+      expect(await target.queryAudit({ limit: 1000 })).toEqual(await source.queryAudit({ limit: 1000 }));
+      expect(first.auditEntries).toBe((await source.queryAudit({ limit: 1000 })).length);
+      expect(await principalOfAdminToken(target, token.token)).toMatchObject({ kind: 'token', id: token.id, role: 'member', userEmail: 'moving@example.com' });
+    } finally {
+      await source.close();
+      await target.close();
+    }
   });
 });
