@@ -77,7 +77,9 @@ export async function runAdminRoute(route: AdminRoute, store: Store, logger: Log
     }
   };
   const denied = async (error: GatewayError): Promise<never> => {
-    if (route.audit) await record({ action: route.audit, targetType: null, targetId: call.parameter || null, outcome: 'failure', changes: { refused: { to: error.message } } });
+    // The path parameter is the caller's text, not yet checked: kept short and printable.
+    const target = call.parameter.replace(/[\u0000-\u001f\u007f]/g, '').slice(0, 200) || null;
+    if (route.audit) await record({ action: route.audit, targetType: null, targetId: target, outcome: 'failure', changes: { refused: { to: error.message } } });
     throw error;
   };
   if (!route.roles.includes(call.actor.role)) {

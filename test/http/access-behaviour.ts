@@ -128,10 +128,23 @@ export function describeAccess(kind: DeploymentKind): void {
       expect((await as(member.token, 'PATCH', `/admin/v1/projects/${mine}`, { rpm: 1 })).status).toBe(403);
       for (const path of ['/admin/v1/users', '/admin/v1/admin-tokens', '/admin/v1/audit']) expect((await as(member.token, 'GET', path)).status, path).toBe(403);
 
+      // Request logging: a member switches it for their keys only, and reads only their keys' logs.
+      const logging = await as(member.token, 'PUT', `/admin/v1/keys/${created.body.id}/payload_logging`, { enabled: true });
+      expect(logging.body).toEqual({ key_id: created.body.id, payload_logging: true });
+      expected.push({ action: 'key.updated', actorId: member.tokenId, targetId: created.body.id });
+      expect((await as(member.token, 'PUT', `/admin/v1/keys/${other.id}/payload_logging`, { enabled: true })).status).toBe(403);
+      expect((await root('PUT', `/admin/v1/keys/${other.id}/payload_logging`, { enabled: true })).status).toBe(200);
+      expected.push({ action: 'key.updated', actorId: 'root', targetId: other.id });
+
       // Usage and requests: only their keys' records count.
       context.double.script('alpha', { kind: 'text', text: 'hi', usage: { prompt_tokens: 10, completion_tokens: 2 } });
-      expect((await chat(context.deployment, created.body.key, { model: 'svc/alpha', messages: hello })).status).toBe(200);
-      expect((await chat(context.deployment, other.key, { model: 'svc/alpha', messages: hello })).status).toBe(200);
+      const own = await chat(context.deployment, created.body.key, { model: 'svc/alpha', messages: hello });
+      expect(own.status).toBe(200);
+      const foreign = await chat(context.deployment, other.key, { model: 'svc/alpha', messages: hello });
+      expect(foreign.status).toBe(200);
+      await eventually(async () => expect((await as(member.token, 'GET', `/admin/v1/requests/${own.headers.get('x-request-id')}/payload`)).status).toBe(200));
+      await eventually(async () => expect((await root('GET', `/admin/v1/requests/${foreign.headers.get('x-request-id')}/payload`)).status).toBe(200));
+      expect((await as(member.token, 'GET', `/admin/v1/requests/${foreign.headers.get('x-request-id')}/payload`)).status).toBe(403);
       const requests = await eventually(async () => {
         const answer = await as(member.token, 'GET', '/admin/v1/requests');
         expect(answer.body.data).toHaveLength(1);
