@@ -1,9 +1,11 @@
 import type { HttpResponse, TemplatedApp } from 'uWebSockets.js';
 import type { AdminTokenGuard } from '../admin-token-guard.js';
+import { rootPrincipal } from '../../shared/access/principal.js';
+import { runAdminRoute } from '../admin-access.js';
 import { adminRoutes, adminTokenGuard, type AdminRoute } from '../admin-routes.js';
 import { replyJson, type ReplyState } from '../http-reply.js';
 import { modelsListBody } from '../models-route.js';
-import { requestLogBody } from '../payload-log-routes.js';
+import { payloadLogRoutes } from '../payload-log-routes.js';
 import { deploymentStates, hasInProcessWorkers } from '../../shared/observability/metrics.js';
 import type { IngressContext } from '../server.js';
 import { dashboardRouteOptions, DashboardError, notFound, replyAsset, replyFailure, replyRedirect, snapshot, type RequestSnapshot } from './dashboard-http.js';
@@ -34,7 +36,7 @@ export function createDashboardServices(context: IngressContext): DashboardServi
     sessions: new DashboardSessions(signer, context.admin.store),
     guard: adminTokenGuard(context.admin),
     assets: loadAssets(),
-    actions: adminRoutes(context.admin),
+    actions: [...adminRoutes(context.admin), ...payloadLogRoutes(context.admin.store)],
     modelsBody: modelsListBody(context.catalog),
   };
 }
@@ -108,12 +110,12 @@ export function registerDashboardRoutes(app: TemplatedApp, services: DashboardSe
   });
 
   api('get', '/dashboard/api/models', 'read', false, async () => [200, services.modelsBody]);
-  api('get', '/dashboard/api/requests/:id/payload', 'read', false, async ({ request }) => [200, await requestLogBody(context.admin.store, request.parameter)]);
   // Cool-downs as this process's workers see them (the embedded default: all of them; scaled out: none, see Prometheus).
   api('get', '/dashboard/api/deployments', 'read', false, async () => [200, { object: 'list', in_process_workers: hasInProcessWorkers(), data: [...deploymentStates()].map(([id, cooling]) => ({ id, cooling })) }]);
   for (const route of services.actions) {
+    // Roles and the audit log are applied by runAdminRoute, as for the bearer API.
     api(route.method, `/dashboard/api${route.path}`, route.method === 'get' ? 'read' : 'change', route.withBody, ({ res, state, request, body }) =>
-      route.action({ res, state, parameter: request.parameter, query: request.query, body }),
+      runAdminRoute(route, context.admin.store, logger, { res, state, parameter: request.parameter, query: request.query, body, actor: rootPrincipal, client: request.client }),
     );
   }
 
