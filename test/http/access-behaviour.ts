@@ -209,6 +209,21 @@ export function describeAccess(kind: DeploymentKind): void {
       expect(JSON.stringify(list.body)).not.toContain(second.body.token);
     });
 
+    it("records a project's changes, its alerts' and its deletion with what changed, webhook paths cut", async () => {
+      const id = await project('audited project');
+      const webhook = 'https://hooks.example.com/services/T9/B9/project-webhook-credential';
+      const changed = await root('PATCH', `/admin/v1/projects/${id}`, { budget_usd: 40, alerts: [{ threshold_percent: 90, webhook_url: webhook }] });
+      expect(changed.status, JSON.stringify(changed.body)).toBe(200);
+      expect((await root('DELETE', `/admin/v1/projects/${id}`)).status).toBe(200);
+      expected.push({ action: 'project.updated', actorId: 'root', targetId: id }, { action: 'project.deleted', actorId: 'root', targetId: id });
+      const entries = (await auditLog(`target_id=${id}`)).body.data as Array<Record<string, any>>;
+      expect(entries.map((entry) => entry.action).sort()).toEqual(['project.created', 'project.deleted', 'project.updated']);
+      const update = entries.find((entry) => entry.action === 'project.updated')!;
+      expect(update.changes.budget_usd).toEqual({ from: null, to: 40 });
+      expect(JSON.stringify(update.changes.alerts)).toContain('hooks.example.com');
+      expect(JSON.stringify(entries)).not.toContain('project-webhook-credential');
+    });
+
     it('refuses bad input with clear errors', async () => {
       const bad = async (method: string, path: string, body: unknown, status: number, code: string) => {
         const answer = await root(method, path, body);
