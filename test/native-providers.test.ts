@@ -1,10 +1,11 @@
 import OpenAI from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startAnthropicProviderDouble, type AnthropicProviderDouble } from './doubles/anthropic-provider-double.js';
-import { startGeminiProviderDouble, type GeminiProviderDouble } from './doubles/gemini-provider-double.js';
-import { startOpenAiProviderDouble, type OpenAiProviderDouble } from './doubles/openai-provider-double.js';
+import type { AnthropicProviderDouble } from './doubles/anthropic-provider-double.js';
+import type { GeminiProviderDouble } from './doubles/gemini-provider-double.js';
+import type { OpenAiProviderDouble } from './doubles/openai-provider-double.js';
 import { adminRequest, createKey, eventually, type CreatedKey } from './support/api-client.js';
-import { startEmbeddedDeployment, testUpstreamKey, type TestDeployment } from './support/gateway-harness.js';
+import { startEmbeddedDeployment, type TestDeployment } from './support/gateway-harness.js';
+import { startProviderDoubles, type ProviderDoubles } from './support/provider-doubles.js';
 
 // The full gateway against wire-faithful doubles of the Anthropic Messages API and the Gemini API,
 // seen through the official openai client: the same scripted answer must look the same whichever
@@ -20,6 +21,7 @@ const providers = ['openai', 'anthropic', 'gemini'] as const;
 type Provider = (typeof providers)[number];
 const modelOf: Record<Provider, string> = { openai: 'svc/alpha', anthropic: 'svc/claude-test', gemini: 'svc/gemini-test' };
 
+let doubles: ProviderDoubles;
 let openai: OpenAiProviderDouble;
 let anthropic: AnthropicProviderDouble;
 let gemini: GeminiProviderDouble;
@@ -104,24 +106,17 @@ async function acrossProviders<T>(run: (provider: Provider) => Promise<T>): Prom
 }
 
 beforeAll(async () => {
-  [openai, anthropic, gemini] = await Promise.all([
-    startOpenAiProviderDouble({ apiKey: testUpstreamKey }),
-    startAnthropicProviderDouble({ apiKey: 'test-anthropic-key' }),
-    startGeminiProviderDouble({ apiKey: 'test-gemini-key' }),
-  ]);
-  deployment = await startEmbeddedDeployment({ openAiUrl: openai.url, anthropicUrl: anthropic.url, geminiUrl: gemini.url });
+  doubles = await startProviderDoubles();
+  ({ openai, anthropic, gemini } = doubles);
+  deployment = await startEmbeddedDeployment(doubles.urls);
   key = await createKey(deployment, { name: 'native providers' });
 }, 60_000);
 
-beforeEach(() => {
-  openai.reset();
-  anthropic.reset();
-  gemini.reset();
-});
+beforeEach(() => doubles.reset());
 
 afterAll(async () => {
   await deployment?.close();
-  await Promise.all([openai?.close(), anthropic?.close(), gemini?.close()]);
+  await doubles?.close();
 }, 30_000);
 
 describe('the openai client sees the same results through every provider format', () => {

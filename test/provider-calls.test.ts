@@ -1,11 +1,12 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startAnthropicProviderDouble, type AnthropicProviderDouble } from './doubles/anthropic-provider-double.js';
-import { startGeminiProviderDouble, type GeminiProviderDouble } from './doubles/gemini-provider-double.js';
-import { startOpenAiProviderDouble, type OpenAiProviderDouble } from './doubles/openai-provider-double.js';
+import type { AnthropicProviderDouble } from './doubles/anthropic-provider-double.js';
+import type { GeminiProviderDouble } from './doubles/gemini-provider-double.js';
+import type { OpenAiProviderDouble } from './doubles/openai-provider-double.js';
 import { parseSseText } from './doubles/sse.js';
 import { adminRequest, chat, createKey, eventually, hello, ledgerView, type CreatedKey } from './support/api-client.js';
 import { extendedCatalogFile } from './support/catalog-extension.js';
-import { startEmbeddedDeployment, testUpstreamKey, type TestDeployment } from './support/gateway-harness.js';
+import { startEmbeddedDeployment, type TestDeployment } from './support/gateway-harness.js';
+import { anthropicDoubleKey as anthropicKey, startProviderDoubles, type ProviderDoubles } from './support/provider-doubles.js';
 import { testPrices } from './support/test-catalog.js';
 
 // How many provider calls one request may cause, and what the gateway does when a call cannot be
@@ -13,10 +14,9 @@ import { testPrices } from './support/test-catalog.js';
 // request the gateway itself cannot send never cools a deployment down, an upstream that ignores
 // `n` still yields n choices, and a Gemini model name cannot walk out of the model path.
 
-const anthropicKey = 'test-anthropic-key';
-const geminiKey = 'test-gemini-key';
 const escapingModel = '../../../evil?x=';
 
+let doubles: ProviderDoubles;
 let openAi: OpenAiProviderDouble;
 let anthropic: AnthropicProviderDouble;
 let gemini: GeminiProviderDouble;
@@ -24,9 +24,8 @@ let deployment: TestDeployment;
 let key: CreatedKey;
 
 beforeAll(async () => {
-  openAi = await startOpenAiProviderDouble({ apiKey: testUpstreamKey });
-  anthropic = await startAnthropicProviderDouble({ apiKey: anthropicKey });
-  gemini = await startGeminiProviderDouble({ apiKey: geminiKey });
+  doubles = await startProviderDoubles();
+  ({ openai: openAi, anthropic, gemini } = doubles);
   // The lb-* deployments cool down for 30 s after three failures: long enough for any test to see.
   const options = { openAiUrl: openAi.url, anthropicUrl: anthropic.url, geminiUrl: gemini.url, balancingCooldownMs: 30_000 };
   const catalog = extendedCatalogFile(
@@ -45,14 +44,10 @@ beforeAll(async () => {
   deployment = await startEmbeddedDeployment({ ...options, environment: { SWITCHBOARD_CATALOG: catalog } });
   key = await createKey(deployment, { name: 'provider calls' });
 }, 60_000);
-beforeEach(() => {
-  openAi.reset();
-  anthropic.reset();
-  gemini.reset();
-});
+beforeEach(() => doubles.reset());
 afterAll(async () => {
   await deployment?.close();
-  await Promise.all([openAi?.close(), anthropic?.close(), gemini?.close()]);
+  await doubles?.close();
 }, 30_000);
 
 async function ask(body: Record<string, unknown>): Promise<{ status: number; body: any }> {

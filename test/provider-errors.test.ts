@@ -2,13 +2,14 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startAnthropicProviderDouble, type AnthropicProviderDouble } from './doubles/anthropic-provider-double.js';
-import { startGeminiProviderDouble, type GeminiProviderDouble } from './doubles/gemini-provider-double.js';
-import { startOpenAiProviderDouble, type OpenAiProviderDouble } from './doubles/openai-provider-double.js';
+import type { AnthropicProviderDouble } from './doubles/anthropic-provider-double.js';
+import type { GeminiProviderDouble } from './doubles/gemini-provider-double.js';
+import type { OpenAiProviderDouble } from './doubles/openai-provider-double.js';
 import { parseSseText } from './doubles/sse.js';
 import { adminRequest, chat, createKey, eventually, hello, type CreatedKey } from './support/api-client.js';
 import { closedPort, extendedCatalogFile, startFixedResponder } from './support/catalog-extension.js';
 import { startEmbeddedDeployment, testUpstreamKey, type TestDeployment } from './support/gateway-harness.js';
+import { anthropicDoubleKey as anthropicKey, geminiDoubleKey as geminiKey, startProviderDoubles, type ProviderDoubles } from './support/provider-doubles.js';
 
 // What clients, the ledger and the logs learn when a provider fails. A provider's text can carry
 // the gateway's own key, internal host names or a whole HTML page: failures that are not the
@@ -16,13 +17,12 @@ import { startEmbeddedDeployment, testUpstreamKey, type TestDeployment } from '.
 // request keeps its words (clients such as Claude Code act on "prompt is too long"), redacted and
 // capped. The ledger keeps the provider's text, redacted and truncated.
 
-const anthropicKey = 'test-anthropic-key';
-const geminiKey = 'test-gemini-key';
 /** A key-shaped secret a provider might echo; it must be redacted wherever the text goes. */
 const leakedKey = 'sk-proj-Zx81abcDEFghiJKLmnoPQRstu0987654321';
 const internalHost = 'billing-7.corp.internal:8443';
 const htmlPage = `<!DOCTYPE html><html><head><title>502 Bad Gateway</title></head><body><h1>502 Bad Gateway</h1><p>upstream ${internalHost} failed</p>${'<!-- padding -->'.repeat(12_000)}<hr>nginx/1.25.3</body></html>`;
 
+let doubles: ProviderDoubles;
 let openAi: OpenAiProviderDouble;
 let anthropic: AnthropicProviderDouble;
 let gemini: GeminiProviderDouble;
@@ -33,9 +33,8 @@ let deployment: TestDeployment;
 let key: CreatedKey;
 
 beforeAll(async () => {
-  openAi = await startOpenAiProviderDouble({ apiKey: testUpstreamKey });
-  anthropic = await startAnthropicProviderDouble({ apiKey: anthropicKey });
-  gemini = await startGeminiProviderDouble({ apiKey: geminiKey });
+  doubles = await startProviderDoubles();
+  ({ openai: openAi, anthropic, gemini } = doubles);
   htmlProxy = await startFixedResponder(502, 'text/html', htmlPage);
   htmlOkProxy = await startFixedResponder(200, 'text/html', htmlPage);
   deadPort = await closedPort();
@@ -56,14 +55,10 @@ beforeAll(async () => {
   deployment = await startEmbeddedDeployment({ ...options, environment: { SWITCHBOARD_CATALOG: catalog } });
   key = await createKey(deployment, { name: 'provider errors' });
 }, 60_000);
-beforeEach(() => {
-  openAi.reset();
-  anthropic.reset();
-  gemini.reset();
-});
+beforeEach(() => doubles.reset());
 afterAll(async () => {
   await deployment?.close();
-  await Promise.all([openAi?.close(), anthropic?.close(), gemini?.close(), htmlProxy?.close(), htmlOkProxy?.close()]);
+  await Promise.all([doubles?.close(), htmlProxy?.close(), htmlOkProxy?.close()]);
 }, 30_000);
 
 async function ask(body: Record<string, unknown>): Promise<{ status: number; body: any }> {

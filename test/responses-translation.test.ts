@@ -2,15 +2,17 @@ import { relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { ANTHROPIC_FIXTURES_DIR, startAnthropicProviderDouble, type AnthropicProviderDouble } from './doubles/anthropic-provider-double.js';
-import { startGeminiProviderDouble, type GeminiProviderDouble } from './doubles/gemini-provider-double.js';
-import { startOpenAiProviderDouble, type OpenAiProviderDouble } from './doubles/openai-provider-double.js';
+import { ANTHROPIC_FIXTURES_DIR, type AnthropicProviderDouble } from './doubles/anthropic-provider-double.js';
+import type { GeminiProviderDouble } from './doubles/gemini-provider-double.js';
+import type { OpenAiProviderDouble } from './doubles/openai-provider-double.js';
 import { adminRequest, createKey, eventually, type CreatedKey, ledgerView } from './support/api-client.js';
 import { startEmbeddedDeployment, type TestDeployment } from './support/gateway-harness.js';
+import { startProviderDoubles, type ProviderDoubles } from './support/provider-doubles.js';
 
 // The Responses API translated to Anthropic Messages and Gemini targets: the same Responses
 // request, the provider's own wire format upstream, the same response object back.
 
+let doubles: ProviderDoubles;
 let openai: OpenAiProviderDouble;
 let anthropic: AnthropicProviderDouble;
 let gemini: GeminiProviderDouble;
@@ -20,22 +22,15 @@ const client = () => new OpenAI({ baseURL: `${deployment.url()}/v1`, apiKey: key
 const weather = { type: 'function' as const, name: 'get_weather', strict: false, parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } };
 
 beforeAll(async () => {
-  [openai, anthropic, gemini] = await Promise.all([
-    startOpenAiProviderDouble({ apiKey: 'upstream-secret-key' }),
-    startAnthropicProviderDouble({ apiKey: 'test-anthropic-key' }),
-    startGeminiProviderDouble({ apiKey: 'test-gemini-key' }),
-  ]);
-  deployment = await startEmbeddedDeployment({ openAiUrl: openai.url, anthropicUrl: anthropic.url, geminiUrl: gemini.url });
+  doubles = await startProviderDoubles();
+  ({ openai, anthropic, gemini } = doubles);
+  deployment = await startEmbeddedDeployment(doubles.urls);
   key = await createKey(deployment, { name: 'translation' });
 }, 30_000);
-beforeEach(() => {
-  openai.reset();
-  anthropic.reset();
-  gemini.reset();
-});
+beforeEach(() => doubles.reset());
 afterAll(async () => {
   await deployment?.close();
-  await Promise.all([openai?.close(), anthropic?.close(), gemini?.close()]);
+  await doubles?.close();
 });
 
 describe('Responses to an Anthropic target', () => {
