@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { Redis } from 'ioredis';
 import type { Admission, AdmissionInput, Counters, SettleReceipt, Settlement, SpendSource } from './counters.js';
+import { BatchedRecordRemoval } from './batched-record-removal.js';
 import { encodeLedgerRecord, ledgerStreamKey, LedgerStream } from './ledger-stream.js';
 import {
   DEFAULT_RESERVATION_TTL_MS,
@@ -66,6 +67,8 @@ export function createRedisCounters(options: {
   const stateTtlMs = Math.max(WINDOW_MS, ttlMs) + WINDOW_MS;
   const markerTtlMs = settledMarkerTtlMs(ttlMs);
   const stream = new LedgerStream(redis, ledgerStreamKey(keyPrefix));
+  // Written records leave the stream one XDEL per batch, not per request (batched-record-removal.ts).
+  const removal = new BatchedRecordRemoval(stream);
   // Concurrent admissions on this instance share one ledger read per key and period.
   const seeding = new Map<string, Promise<number>>();
   let closed = false;
@@ -211,7 +214,7 @@ export function createRedisCounters(options: {
     },
 
     async forgetLedgerRecord(streamId) {
-      await stream.remove([streamId]);
+      await removal.remove(streamId);
     },
 
     async isRevoked(keyId) {
@@ -227,6 +230,8 @@ export function createRedisCounters(options: {
 
     async close() {
       closed = true;
+      // Records forgotten but not yet removed: one last XDEL while the caller's connection is open.
+      await removal.flush().catch(() => undefined);
     },
   };
 }
