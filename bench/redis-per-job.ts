@@ -59,6 +59,11 @@ interface Stat {
   usec: number;
 }
 
+async function socketIo(): Promise<{ reads: number; writes: number }> {
+  const info = await probe.info('stats');
+  return { reads: Number(/total_reads_processed:(\d+)/.exec(info)![1]), writes: Number(/total_writes_processed:(\d+)/.exec(info)![1]) };
+}
+
 async function commandStats(redis: Redis): Promise<Map<string, Stat>> {
   const stats = new Map<string, Stat>();
   for (const line of (await redis.info('commandstats')).split('\r\n')) {
@@ -115,12 +120,35 @@ interface Phase {
   seconds: number;
   cpuUs: number;
   stats: Map<string, Stat>;
+  /** Socket reads and writes of redis-server (INFO stats): a read is a client round trip (or a pipeline). */
+  reads: number;
+  writes: number;
+  /** usec of each top-level command or script (by name), from SLOWLOG with a threshold of 0. */
+  byScript: Map<string, Stat>;
+}
+
+/** Every top-level command of the phase, with its duration: SLOWLOG logging everything. */
+async function slowlogByScript(names: Map<string, string>): Promise<Map<string, Stat>> {
+  const entries = (await probe.call('SLOWLOG', 'GET', '-1')) as [number, number, number, string[]][];
+  const byScript = new Map<string, Stat>();
+  for (const [, , usec, args] of entries) {
+    const command = String(args[0]).toLowerCase();
+    if (command === 'info' || command === 'config' || command === 'slowlog') continue;
+    const name = command === 'evalsha' ? names.get(String(args[1])) ?? `unknown script ${String(args[1]).slice(0, 10)}` : command;
+    const stat = byScript.get(name) ?? { calls: 0, usec: 0 };
+    stat.calls += 1;
+    stat.usec += usec;
+    byScript.set(name, stat);
+  }
+  return byScript;
 }
 
 async function measure(name: string, jobs: number, job: (() => Promise<void>) | null): Promise<Phase> {
   // Let the settler's store writes and the last events of the previous phase land first.
   await new Promise((resolve) => setTimeout(resolve, 300));
   await probe.config('RESETSTAT');
+  await probe.call('SLOWLOG', 'RESET');
+  const ioBefore = await socketIo();
   const cpuBefore = serverCpuUs(serverPid);
   const started = performance.now();
   if (job) await runJobs(job, jobs);
@@ -129,11 +157,17 @@ async function measure(name: string, jobs: number, job: (() => Promise<void>) | 
   if (job) await new Promise((resolve) => setTimeout(resolve, 100));
   const seconds = (performance.now() - started) / 1000;
   const cpuUs = serverCpuUs(serverPid) - cpuBefore;
+  const ioAfter = await socketIo();
   const stats = await commandStats(probe);
   // The probe's own INFO and CONFIG are not the deployment's.
   stats.delete('info');
   stats.delete('config|resetstat');
-  return { name, jobs, seconds, cpuUs, stats };
+  stats.delete('slowlog|reset');
+  stats.delete('slowlog|get');
+  // The probe's own CONFIG, SLOWLOG and INFO between the two readings: 3 reads and 3 writes.
+  const reads = ioAfter.reads - ioBefore.reads - 3;
+  const writes = ioAfter.writes - ioBefore.writes - 3;
+  return { name, jobs, seconds, cpuUs, stats, reads, writes, byScript: await slowlogByScript(scriptNames()) };
 }
 
 interface MonitorCounts {
@@ -163,6 +197,11 @@ async function monitorPass(job: () => Promise<void>, jobs: number, names: Map<st
   monitor.disconnect();
   return counts;
 }
+
+// Every top-level command goes to the SLOWLOG with its duration (per-script usec; EVALSHA is one
+// line of INFO commandstats whatever the script).
+await probe.config('SET', 'slowlog-log-slower-than', '0');
+await probe.config('SET', 'slowlog-max-len', '100000');
 
 // Warm-up: key cache, scripts loaded, spend seeded, connections open.
 await runJobs(plainJob, 20);
@@ -204,12 +243,15 @@ function report(phase: Phase, monitor: MonitorCounts): void {
     const lua = (monitor.inLua.get(base) ?? 0) / MONITOR_JOBS;
     console.log(`| ${command} | ${f(stat.calls / phase.jobs)} | ${f(top)} | ${f(lua)} | ${f(idleRate(command), 1)} | ${f(stat.usec / phase.jobs, 1)} |`);
   }
+  console.log('\nusec per job by script (whole script) and by command (top-level or inside a script), SLOWLOG with threshold 0:');
+  for (const [name, stat] of [...phase.byScript].sort((a, b) => b[1].usec - a[1].usec)) console.log(`- ${name}: ${f(stat.calls / phase.jobs)} calls, ${f(stat.usec / phase.jobs, 1)} us`);
   const topCalls = [...monitor.topLevel.values()].reduce((a, b) => a + b, 0) / MONITOR_JOBS;
   const luaCalls = [...monitor.inLua.values()].reduce((a, b) => a + b, 0) / MONITOR_JOBS;
   console.log(`\nScripts per job (EVALSHA/EVAL by sha, MONITOR pass of ${MONITOR_JOBS} jobs):`);
   for (const [name, count] of [...monitor.scripts].sort((a, b) => b[1] - a[1])) console.log(`- ${name}: ${f(count / MONITOR_JOBS)}`);
   console.log(`\nTotals per job: ${f(sum(phase.stats, 'calls') / phase.jobs)} commands counted by commandstats (Lua inner ones included);`);
-  console.log(`  ${f(topCalls)} top-level calls (client round trips, MONITOR) of which ${f((monitor.scripts.size ? [...monitor.scripts.values()].reduce((a, b) => a + b, 0) : 0) / MONITOR_JOBS)} scripts, ${f(luaCalls)} commands inside scripts;`);
+  console.log(`  ${f(topCalls)} top-level commands (MONITOR) of which ${f((monitor.scripts.size ? [...monitor.scripts.values()].reduce((a, b) => a + b, 0) : 0) / MONITOR_JOBS)} scripts, ${f(luaCalls)} commands inside scripts;`);
+  console.log(`  redis-server socket reads ${f(phase.reads / phase.jobs)} per job (client round trips; a pipeline is one), writes ${f(phase.writes / phase.jobs)} (replies and pub/sub deliveries);`);
   console.log(`  commandstats usec of top-level commands ${f(topLevelUsec(phase, monitor) / phase.jobs, 1)} us/job; redis-server CPU ${f(phase.cpuUs / phase.jobs, 0)} us/job (10 ms ticks).`);
   console.log(`  Idle background: ${f(sum(idle.stats, 'calls') / idle.seconds, 1)} commands/s, so ${f((sum(idle.stats, 'calls') / idle.seconds) * (phase.seconds / phase.jobs), 2)} of the calls per job at this pace are time-based.`);
 }
@@ -221,7 +263,7 @@ report(plain, plainMonitor);
 report(stream, streamMonitor);
 if (process.env.BENCH_JSON) {
   const { writeFileSync } = await import('node:fs');
-  const asObject = (phase: Phase) => ({ ...phase, stats: Object.fromEntries(phase.stats) });
+  const asObject = (phase: Phase) => ({ ...phase, stats: Object.fromEntries(phase.stats), byScript: Object.fromEntries(phase.byScript) });
   const mon = (m: MonitorCounts) => ({ topLevel: Object.fromEntries(m.topLevel), inLua: Object.fromEntries(m.inLua), scripts: Object.fromEntries(m.scripts), jobs: MONITOR_JOBS });
   writeFileSync(process.env.BENCH_JSON, JSON.stringify({ idle: asObject(idle), plain: asObject(plain), stream: asObject(stream), plainMonitor: mon(plainMonitor), streamMonitor: mon(streamMonitor) }, null, 1));
 }

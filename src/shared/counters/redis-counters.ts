@@ -50,6 +50,11 @@ const SPEND_GRACE_MS = 3_600_000;
 /** An all-time ('none') spend that nobody touches for this long is re-read from the ledger. */
 const ALL_TIME_SPEND_TTL_MS = 30 * 86_400_000;
 
+/** The key's revocation flag (EXISTS), also read by the worker transport as a job starts. */
+export function revokedKey(keyPrefix: string, keyId: string): string {
+  return `${keyPrefix}{${keyId}}:revoked`;
+}
+
 const STATUSES = new Set<string>(['ok', 'revoked', 'rate_limited', 'budget_exceeded', 'concurrency']);
 
 export function createRedisCounters(options: {
@@ -88,7 +93,7 @@ export function createRedisCounters(options: {
 
   function keysFor(keyId: string) {
     const base = `${keyPrefix}{${keyId}}:`;
-    return { revoked: `${base}revoked`, win: `${base}win`, res: `${base}res`, state: `${base}state`, spend: `${base}spend` };
+    return { revoked: revokedKey(keyPrefix, keyId), win: `${base}win`, res: `${base}res`, state: `${base}state`, spend: `${base}spend` };
   }
 
   function spendTtlMs(end: number | null, now: number): number {
