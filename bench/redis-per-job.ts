@@ -174,11 +174,14 @@ interface MonitorCounts {
   topLevel: Map<string, number>;
   inLua: Map<string, number>;
   scripts: Map<string, number>;
+  /** Inner commands by script: MONITOR lists a script's commands right after the script itself. */
+  innerByScript: Map<string, number>;
 }
 
 /** Runs `jobs` jobs under MONITOR: top-level commands, commands inside scripts, and scripts by name. */
 async function monitorPass(job: () => Promise<void>, jobs: number, names: Map<string, string>): Promise<MonitorCounts> {
-  const counts: MonitorCounts = { topLevel: new Map(), inLua: new Map(), scripts: new Map() };
+  const counts: MonitorCounts = { topLevel: new Map(), inLua: new Map(), scripts: new Map(), innerByScript: new Map() };
+  let currentScript = '';
   const monitor = await new Redis(redisServer.url).monitor();
   const bump = (map: Map<string, number>, k: string) => map.set(k, (map.get(k) ?? 0) + 1);
   monitor.on('monitor', (_time: string, args: string[], source: string) => {
@@ -186,9 +189,11 @@ async function monitorPass(job: () => Promise<void>, jobs: number, names: Map<st
     if (command === 'info' || command === 'config') return;
     const inLua = source.includes('lua');
     bump(inLua ? counts.inLua : counts.topLevel, command);
-    if (!inLua && (command === 'evalsha' || command === 'eval')) {
+    if (inLua) bump(counts.innerByScript, currentScript);
+    else if (command === 'evalsha' || command === 'eval') {
       const sha = command === 'eval' ? createHash('sha1').update(String(args[1])).digest('hex') : String(args[1]);
-      bump(counts.scripts, names.get(sha) ?? `unknown script ${sha.slice(0, 10)}`);
+      currentScript = names.get(sha) ?? `unknown script ${sha.slice(0, 10)}`;
+      bump(counts.scripts, currentScript);
     }
   });
   await new Promise((resolve) => setTimeout(resolve, 300));
@@ -248,7 +253,7 @@ function report(phase: Phase, monitor: MonitorCounts): void {
   const topCalls = [...monitor.topLevel.values()].reduce((a, b) => a + b, 0) / MONITOR_JOBS;
   const luaCalls = [...monitor.inLua.values()].reduce((a, b) => a + b, 0) / MONITOR_JOBS;
   console.log(`\nScripts per job (EVALSHA/EVAL by sha, MONITOR pass of ${MONITOR_JOBS} jobs):`);
-  for (const [name, count] of [...monitor.scripts].sort((a, b) => b[1] - a[1])) console.log(`- ${name}: ${f(count / MONITOR_JOBS)}`);
+  for (const [name, count] of [...monitor.scripts].sort((a, b) => b[1] - a[1])) console.log(`- ${name}: ${f(count / MONITOR_JOBS)} runs, ${f((monitor.innerByScript.get(name) ?? 0) / MONITOR_JOBS)} inner commands`);
   console.log(`\nTotals per job: ${f(sum(phase.stats, 'calls') / phase.jobs)} commands counted by commandstats (Lua inner ones included);`);
   console.log(`  ${f(topCalls)} top-level commands (MONITOR) of which ${f((monitor.scripts.size ? [...monitor.scripts.values()].reduce((a, b) => a + b, 0) : 0) / MONITOR_JOBS)} scripts, ${f(luaCalls)} commands inside scripts;`);
   console.log(`  redis-server socket reads ${f(phase.reads / phase.jobs)} per job (client round trips; a pipeline is one), writes ${f(phase.writes / phase.jobs)} (replies and pub/sub deliveries);`);
@@ -264,7 +269,7 @@ report(stream, streamMonitor);
 if (process.env.BENCH_JSON) {
   const { writeFileSync } = await import('node:fs');
   const asObject = (phase: Phase) => ({ ...phase, stats: Object.fromEntries(phase.stats), byScript: Object.fromEntries(phase.byScript) });
-  const mon = (m: MonitorCounts) => ({ topLevel: Object.fromEntries(m.topLevel), inLua: Object.fromEntries(m.inLua), scripts: Object.fromEntries(m.scripts), jobs: MONITOR_JOBS });
+  const mon = (m: MonitorCounts) => ({ topLevel: Object.fromEntries(m.topLevel), inLua: Object.fromEntries(m.inLua), scripts: Object.fromEntries(m.scripts), innerByScript: Object.fromEntries(m.innerByScript), jobs: MONITOR_JOBS });
   writeFileSync(process.env.BENCH_JSON, JSON.stringify({ idle: asObject(idle), plain: asObject(plain), stream: asObject(stream), plainMonitor: mon(plainMonitor), streamMonitor: mon(streamMonitor) }, null, 1));
 }
 

@@ -1,11 +1,12 @@
 import type { LedgerStream } from './ledger-stream.js';
 
-// Removes written ledger records from the Redis ledger stream in batches: one XDEL for every
-// record forgotten within `delayMs` (or `maxBatch` of them), instead of one per request. A record
-// stays in the stream that much longer, which is harmless: the LedgerStreamConsumer leaves records
-// younger than its grace period (2 s) to their settler, a record written twice is charged once
-// (store writes are idempotent by ledger id), and a spend seed that reads the stream meanwhile
-// counts it twice for a moment (too much, never too little: see LedgerStream.pendingNanos).
+// Removes written ledger records from the Redis ledger stream in batches: one XDEL for every record
+// forgotten during the same event-loop turn (or `maxBatch` of them), instead of one per request;
+// under load many settlements end in one turn. The batch goes out right after the current I/O
+// phase (setImmediate), not after a timer: a record the store already holds must leave the stream
+// about as soon as before, because a spend seed read meanwhile (the first admission of a key in a
+// period, LedgerStream.pendingNanos plus the store) counts it twice, and the seed is kept for the
+// period. A timer of 100 ms was tried and failed test/budgets-scaled.test.ts exactly so.
 
 interface Batch {
   ids: string[];
@@ -16,11 +17,10 @@ interface Batch {
 
 export class BatchedRecordRemoval {
   private batch?: Batch;
-  private timer?: NodeJS.Timeout;
+  private timer?: NodeJS.Immediate;
 
   constructor(
     private readonly stream: LedgerStream,
-    private readonly delayMs = 100,
     private readonly maxBatch = 500,
   ) {}
 
@@ -36,8 +36,7 @@ export class BatchedRecordRemoval {
       });
       batch = { ids: [], done, resolve, reject };
       this.batch = batch;
-      this.timer = setTimeout(() => void this.flush().catch(() => undefined), this.delayMs);
-      this.timer.unref();
+      this.timer = setImmediate(() => void this.flush().catch(() => undefined));
     }
     batch.ids.push(streamId);
     const done = batch.done;
@@ -47,7 +46,7 @@ export class BatchedRecordRemoval {
 
   /** Sends what is gathered now (at close, before the connection goes). */
   flush(): Promise<void> {
-    clearTimeout(this.timer);
+    clearImmediate(this.timer);
     const batch = this.batch;
     if (!batch) return Promise.resolve();
     this.batch = undefined;
