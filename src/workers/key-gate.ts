@@ -8,14 +8,15 @@ import type { JobControl } from '../shared/transport/transport.js';
 // The one check, made just before a queued job starts, that its key may still spend: a key
 // revoked while its jobs waited in the queue must not reach a provider (nor be billed). Admission
 // checked the same at enqueue time; a backlog can be seconds old. A key that expired while its job
-// waited is refused the same way (the job carries the expiry). One Redis read (EXISTS) when scaled
-// out, a Set lookup in the embedded default.
+// waited is refused the same way (the job carries the expiry). Scaled out, the transport read the
+// revocation flag as the job started, in the round trip of its cancelled check (control.keyRevoked);
+// otherwise one counters read (a Set lookup in the embedded default).
 
-export async function keyRefusal(counters: Counters, job: QueuedJob): Promise<ErrorDescription | null> {
+export async function keyRefusal(counters: Counters, job: QueuedJob, known?: boolean): Promise<ErrorDescription | null> {
   if (job.keyExpiresAt !== undefined && Date.parse(job.keyExpiresAt) <= Date.now()) return describeError(invalidApiKey());
   let revoked: boolean;
   try {
-    revoked = await counters.isRevoked(job.keyId);
+    revoked = known ?? (await counters.isRevoked(job.keyId));
   } catch {
     // Cannot tell: refuse rather than risk running (and billing) a revoked key's job.
     return describeError(new GatewayError('service_unavailable', 'The gateway could not check this key before running the request; try again shortly.', { retryAfterSeconds: 1 }));
@@ -28,7 +29,7 @@ export async function keyRefusal(counters: Counters, job: QueuedJob): Promise<Er
  * its reservation back. True when the job was refused.
  */
 export async function refusedBeforeStart(counters: Counters, job: QueuedJob, control: JobControl, logger: Logger): Promise<boolean> {
-  const refusal = await keyRefusal(counters, job);
+  const refusal = await keyRefusal(counters, job, control.keyRevoked);
   if (!refusal) return false;
   control.publish({ type: 'failed', error: refusal, started: false });
   await releaseReservation(counters, job, logger);

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { Redis } from 'ioredis';
 import type { Admission, AdmissionInput, Counters, SettleReceipt, Settlement, SpendSource } from './counters.js';
+import { BatchedRecordRemoval } from './batched-record-removal.js';
 import { encodeLedgerRecord, ledgerStreamKey, LedgerStream } from './ledger-stream.js';
 import {
   DEFAULT_RESERVATION_TTL_MS,
@@ -49,6 +50,11 @@ const SPEND_GRACE_MS = 3_600_000;
 /** An all-time ('none') spend that nobody touches for this long is re-read from the ledger. */
 const ALL_TIME_SPEND_TTL_MS = 30 * 86_400_000;
 
+/** The key's revocation flag (EXISTS), also read by the worker transport as a job starts. */
+export function revokedKey(keyPrefix: string, keyId: string): string {
+  return `${keyPrefix}{${keyId}}:revoked`;
+}
+
 const STATUSES = new Set<string>(['ok', 'revoked', 'rate_limited', 'budget_exceeded', 'concurrency']);
 
 export function createRedisCounters(options: {
@@ -66,6 +72,8 @@ export function createRedisCounters(options: {
   const stateTtlMs = Math.max(WINDOW_MS, ttlMs) + WINDOW_MS;
   const markerTtlMs = settledMarkerTtlMs(ttlMs);
   const stream = new LedgerStream(redis, ledgerStreamKey(keyPrefix));
+  // Written records leave the stream one XDEL per batch, not per request (batched-record-removal.ts).
+  const removal = new BatchedRecordRemoval(stream);
   // Concurrent admissions on this instance share one ledger read per key and period.
   const seeding = new Map<string, Promise<number>>();
   let closed = false;
@@ -85,7 +93,7 @@ export function createRedisCounters(options: {
 
   function keysFor(keyId: string) {
     const base = `${keyPrefix}{${keyId}}:`;
-    return { revoked: `${base}revoked`, win: `${base}win`, res: `${base}res`, state: `${base}state`, spend: `${base}spend` };
+    return { revoked: revokedKey(keyPrefix, keyId), win: `${base}win`, res: `${base}res`, state: `${base}state`, spend: `${base}spend` };
   }
 
   function spendTtlMs(end: number | null, now: number): number {
@@ -211,7 +219,7 @@ export function createRedisCounters(options: {
     },
 
     async forgetLedgerRecord(streamId) {
-      await stream.remove([streamId]);
+      await removal.remove(streamId);
     },
 
     async isRevoked(keyId) {
@@ -227,6 +235,8 @@ export function createRedisCounters(options: {
 
     async close() {
       closed = true;
+      // Records forgotten but not yet removed: one last XDEL while the caller's connection is open.
+      await removal.flush().catch(() => undefined);
     },
   };
 }

@@ -43,6 +43,8 @@ export function createRedisWorkerTransport(
     heartbeatMs: settings.heartbeatMs,
     lockDurationMs: settings.jobLockMs,
     stalledIntervalMs: settings.stalledCheckMs,
+    // Every process that builds this transport runs the Redis counters of the same prefix.
+    readsKeyRevocation: true,
     onDropped,
   });
 }

@@ -4,6 +4,7 @@ import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { ErrorDescription } from '../errors.js';
 import type { QueuedJob, JobEventBody } from '../job.js';
+import { revokedKey } from '../counters/redis-counters.js';
 import { openRedis, quitQuietly, RedisNames, waitUntilReady } from './redis-connections.js';
 import { RedisEventBatcher, type DeliveryProblem } from './redis-event-batcher.js';
 import type { JobControl, JobHandler, WorkerTransport } from './transport.js';
@@ -26,6 +27,11 @@ export interface RedisWorkerOptions {
   /** How long the first-token claim of a job is remembered. */
   claimTtlMs?: number;
   /**
+   * The counters are the Redis counters of this prefix: read the job key's revocation flag with the
+   * cancelled check (one round trip) and hand it to the handler as control.keyRevoked.
+   */
+  readsKeyRevocation?: boolean;
+  /**
    * A job that is not run: its client had gone ('cancelled'), an earlier run already streamed
    * content ('claimed', failed instead of re-run), or it could not be checked ('failed', Redis
    * unreachable). The worker process releases its reservation here.
@@ -43,6 +49,8 @@ interface Run {
   claimed: boolean;
   /** A terminal event went out; later publishes of this run are dropped. */
   finalized: boolean;
+  /** The key's revocation flag, read with the cancelled check as the run starts. */
+  keyRevoked?: boolean;
 }
 
 const terminal = new Set<JobEventBody['type']>(['finished', 'completed', 'failed']);
@@ -132,7 +140,16 @@ export class RedisWorkerTransport implements WorkerTransport {
     const control = this.controlFor(run);
     let handed = false;
     try {
-      const [cancelled, claimed] = await this.commands.mget(this.names.cancelled(job.id), this.names.claim(job.id));
+      // One round trip: the job's cancelled and claimed flags (one hash slot) and its key's
+      // revocation flag (the key gate's check, handed to the handler through control.keyRevoked).
+      const checks = this.commands.pipeline().mget(this.names.cancelled(job.id), this.names.claim(job.id));
+      if (this.options.readsKeyRevocation) checks.exists(revokedKey(this.names.counters, job.keyId));
+      const [flags, revoked] = ((await checks.exec()) ?? []).map(([error, value]) => {
+        if (error) throw error;
+        return value;
+      }) as [(string | null)[], number | undefined];
+      const [cancelled, claimed] = flags;
+      if (revoked !== undefined) run.keyRevoked = revoked === 1;
       if (cancelled || run.controller.signal.aborted) {
         await this.options.onDropped?.(job, 'cancelled');
         return;
@@ -179,6 +196,9 @@ export class RedisWorkerTransport implements WorkerTransport {
         return run.claimed;
       },
       flush: () => this.batcher.flush(run.channel),
+      get keyRevoked() {
+        return run.keyRevoked;
+      },
     };
   }
 

@@ -32,6 +32,11 @@ export interface JobControl {
   claimFirstToken(): Promise<boolean>;
   /** Waits until published events have been handed to the transport. */
   flush(): Promise<void>;
+  /**
+   * Whether the job's key was revoked, when the transport read it as the job started (scaled out:
+   * in the same round trip as its cancelled check); undefined when the handler must ask the counters.
+   */
+  readonly keyRevoked?: boolean;
 }
 
 /** Runs jobs of one kind (`J`), or of every kind (the worker's dispatch, which the transport takes). */
