@@ -1,5 +1,5 @@
 import { loadCatalog } from '../shared/catalog/catalog-loader.js';
-import { readConfig, resolveAdminToken } from '../shared/config.js';
+import { readConfig, resolveAdminToken, readDashboardSignIn } from '../shared/config.js';
 import { openRedisCounters, openStore, readScaleOutSettings, requireScaleOutServices } from '../shared/deployment.js';
 import { listenAddress } from '../shared/listen-address.js';
 import { createLogger } from '../shared/logger.js';
@@ -40,7 +40,7 @@ async function main(): Promise<void> {
   const counters = openRedisCounters(countersRedis, settings, store);
 
   let ingress: RunningIngress | undefined;
-  const dashboard = new Dashboard({ port: dashboardPort(environment), host: config.host, logger });
+  const dashboard = new Dashboard({ port: dashboardPort(environment), host: config.host, logger, signIn: readDashboardSignIn(environment) });
   // A key changed through any ingress: drop our cached record now.
   // A stream whose worker died after its first token is billed here, by estimate (the worker's own
   // settlement never comes); the record goes through the Redis ledger stream like any other.

@@ -61,3 +61,8 @@ export async function signOut() {
     csrfToken = '';
   }
 }
+
+/** The sign-ins this dashboard offers: { token: boolean, oidc: { label, start } | null }. */
+export async function signInMethods() {
+  return api('/sign-in-methods');
+}
