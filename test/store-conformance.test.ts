@@ -8,6 +8,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { LedgerEntry, NewKey, Store, StoredResponse, UsageFilter, UsageRow } from '../src/shared/store/store.js';
 import { openSqliteStore } from '../src/shared/store/sqlite-store.js';
 import { openPostgresStore } from '../src/shared/store/postgres-store.js';
+import { accessStoreConformance } from './support/access-store-conformance.js';
 
 // One suite, run against every Store implementation, so the embedded and scaled-out stores
 // cannot drift apart. Each test gets its own empty database (file or schema).
@@ -608,6 +609,11 @@ function storeConformance(name: string, makeTarget: () => StoreTarget): void {
         expect(await target.listLedger({})).toEqual(ledger);
         expect(await target.queryUsage({ keyId: key.id })).toEqual(await source.queryUsage({ keyId: key.id }));
       });
+    });
+
+    accessStoreConformance(async () => {
+      const db = target.fresh();
+      return { store: await open(db), raw: db.raw };
     });
 
     describe('migrations', () => {

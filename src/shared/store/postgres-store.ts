@@ -11,7 +11,10 @@ import { ledgerPageSql, toIsoTime, usageRows, usageSql, type SqlDialect } from '
 import { POSTGRES_USAGE_SPLIT_SQL, rollupFromLedgerSql, splitRollupAssignments, SPLIT_COLUMNS, USAGE_SPLIT_MIGRATION } from './usage-split-migration.js';
 import { ENDED_SESSIONS_MIGRATION, POSTGRES_ENDED_SESSIONS_SQL } from './ended-sessions.js';
 import { GOVERNANCE_MIGRATION, POSTGRES_GOVERNANCE_SQL } from './governance-schema.js';
-import { governanceMethods, numberPlaceholders, type GovernanceMethods } from './governance-tables.js';
+import { ACCESS_MIGRATION, POSTGRES_ACCESS_SQL } from './access-schema.js';
+import { accessMethods } from './access-tables.js';
+import type { AccessStore } from './access-records.js';
+import { governanceMethods, numberPlaceholders, type GovernanceMethods, type SqlRunner } from './governance-tables.js';
 
 // The scaled-out store: PostgreSQL shared by every ingress and worker process. Same tables and
 // semantics as sqlite-store.ts; both pass test/store-conformance.test.ts. Bigint and numeric
@@ -116,6 +119,8 @@ const MIGRATIONS: { version: number; sql: string }[] = [
   { version: GOVERNANCE_MIGRATION, sql: POSTGRES_GOVERNANCE_SQL },
   // Opt-in request logs, apart from the ledger (payload-log-records.ts).
   { version: PAYLOAD_LOG_MIGRATION, sql: PAYLOAD_LOG_SQL },
+  // Users, per-user admin tokens and the append-only audit log (access-schema.ts).
+  { version: ACCESS_MIGRATION, sql: POSTGRES_ACCESS_SQL },
 ];
 
 // JSONB and BOOLEAN columns travel as their JavaScript values; nano-USD fit in a safe integer.
@@ -168,18 +173,19 @@ export async function openPostgresStore(databaseUrl: string, options: PostgresSt
   return store;
 }
 
-// The governance methods are mixed in (governance-tables.ts), shared with the SQLite store.
-interface PostgresStore extends GovernanceMethods {}
+// The governance and access methods are mixed in (governance-tables.ts, access-tables.ts), shared with the SQLite store.
+interface PostgresStore extends GovernanceMethods, AccessStore {}
 
 class PostgresStore implements Store {
   constructor(
     private readonly pool: pg.Pool,
     private readonly schema: string | undefined,
   ) {
-    Object.assign(this, governanceMethods({
+    const runner: SqlRunner = {
       all: async (sql, params) => (await this.pool.query(numberPlaceholders(sql), params)).rows as Row[],
       run: async (sql, params) => (await this.pool.query(numberPlaceholders(sql), params)).rowCount ?? 0,
-    }, ENCODING));
+    };
+    Object.assign(this, governanceMethods(runner, ENCODING), accessMethods(runner));
   }
 
   async migrate(): Promise<void> {

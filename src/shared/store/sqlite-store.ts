@@ -12,7 +12,10 @@ import { ledgerPageSql, toIsoTime, usageRows, usageSql, type SqlDialect } from '
 import { rollupFromLedgerSql, splitRollupAssignments, SPLIT_COLUMNS, SQLITE_USAGE_SPLIT_SQL, USAGE_SPLIT_MIGRATION } from './usage-split-migration.js';
 import { ENDED_SESSIONS_MIGRATION, SQLITE_ENDED_SESSIONS_SQL } from './ended-sessions.js';
 import { GOVERNANCE_MIGRATION, SQLITE_GOVERNANCE_SQL } from './governance-schema.js';
-import { governanceMethods, type GovernanceMethods } from './governance-tables.js';
+import { ACCESS_MIGRATION, SQLITE_ACCESS_SQL } from './access-schema.js';
+import { accessMethods } from './access-tables.js';
+import type { AccessStore } from './access-records.js';
+import { governanceMethods, type GovernanceMethods, type SqlRunner } from './governance-tables.js';
 
 // The embedded default store: one database file in the data folder. better-sqlite3 is synchronous,
 // which is the fastest option for a single process; the async Store interface is kept so the same
@@ -111,6 +114,8 @@ const MIGRATIONS: { version: number; sql: string }[] = [
   { version: GOVERNANCE_MIGRATION, sql: SQLITE_GOVERNANCE_SQL },
   // Opt-in request logs, apart from the ledger (payload-log-records.ts).
   { version: PAYLOAD_LOG_MIGRATION, sql: PAYLOAD_LOG_SQL },
+  // Users, per-user admin tokens and the append-only audit log (access-schema.ts).
+  { version: ACCESS_MIGRATION, sql: SQLITE_ACCESS_SQL },
 ];
 
 // BigInt binds as an integer, so sums of nano-USD stay in exact 64-bit integer arithmetic.
@@ -191,8 +196,8 @@ interface PendingRecord {
   reject: (error: unknown) => void;
 }
 
-// The governance methods are mixed in (governance-tables.ts), shared with the PostgreSQL store.
-interface SqliteStore extends GovernanceMethods {}
+// The governance and access methods are mixed in (governance-tables.ts, access-tables.ts), shared with the PostgreSQL store.
+interface SqliteStore extends GovernanceMethods, AccessStore {}
 
 class SqliteStore implements Store {
   private readonly statements = new Map<string, Database.Statement>();
@@ -200,10 +205,11 @@ class SqliteStore implements Store {
   private pending: PendingRecord[] = [];
 
   constructor(private readonly db: Db) {
-    Object.assign(this, governanceMethods({
+    const runner: SqlRunner = {
       all: async (sql, params) => this.stmt(sql).all(...params) as Row[],
       run: async (sql, params) => this.stmt(sql).run(...params).changes,
-    }, ENCODING));
+    };
+    Object.assign(this, governanceMethods(runner, ENCODING), accessMethods(runner));
     this.recordTx = db.transaction((entries: LedgerEntry[]) => {
       for (const entry of entries) this.recordInTx(entry);
     }).immediate as (entries: LedgerEntry[]) => void;

@@ -1,5 +1,6 @@
 import type { PayloadRecord } from './payload-log-records.js';
 import type { AttemptRecord } from '../job.js';
+import type { AccessStore } from './access-records.js';
 
 export type BudgetPeriod = 'none' | 'daily' | 'weekly' | 'monthly';
 
@@ -160,7 +161,8 @@ export interface StoredResponse {
   expiresAt: string;
 }
 
-export interface Store {
+/** Users, admin tokens and the audit log (migration 8) are the AccessStore part (access-records.ts). */
+export interface Store extends AccessStore {
   /** Creates tables and indexes; safe when several processes start at once. */
   migrate(): Promise<void>;
   createKey(key: NewKey): Promise<KeyRecord>;
