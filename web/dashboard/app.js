@@ -11,7 +11,7 @@ import { ModelsPage } from './models.js';
 import { ProjectsPage } from './projects.js';
 import { RequestPage } from './request.js';
 import { UsagePage } from './usage.js';
-import { UsersPage } from './users.js';
+import { roleNames, UsersPage } from './users.js';
 
 const pages = {
   keys: { title: 'API keys', component: KeysPage },
@@ -29,7 +29,6 @@ const pages = {
 const sessionTime = new Intl.DateTimeFormat('en-GB', { hour: '2-digit', minute: '2-digit' });
 
 const allowedFor = (page, me) => !page.roles || page.roles.includes(me.role);
-const roleNames = { admin: 'Admin', member: 'Member', viewer: 'Viewer' };
 
 function routeFromHash(me) {
   const name = location.hash.replace(/^#\/?/, '').split('?')[0];
