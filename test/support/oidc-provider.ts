@@ -116,6 +116,8 @@ export async function startOidcProvider(options: { users?: Record<string, TestUs
   }
 
   server.on('request', (request: IncomingMessage, response: ServerResponse) => {
+    // Browsers ask every site for one; an empty answer keeps their consoles free of 404s.
+    if (request.url === '/favicon.ico') return void response.writeHead(204).end();
     const match = /^\/interaction\/([A-Za-z0-9_-]+)(?:\/(login|consent))?$/.exec((request.url ?? '').split('?')[0]!);
     if (!match) return providerHandler(request, response);
     interaction(request, response, match[1]!, match[2]).catch((error: Error) => {

@@ -1,0 +1,193 @@
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startOpenAiProviderDouble, type OpenAiProviderDouble } from './doubles/openai-provider-double.js';
+import { adminRequest } from './support/api-client.js';
+import { startDeployment, testAdminToken, type TestDeployment } from './support/gateway-harness.js';
+import { startOidcProvider, type TestOidcProvider } from './support/oidc-provider.js';
+import { callFromPage, csrfTokenOf, haveChromium, launchChromium, openPerson, signInWithSso, type Person } from './support/oidc-provider-browser.js';
+
+// Single sign-on to the dashboard through a real OpenID Connect provider (oidc-provider), in
+// Chromium, against the embedded gateway: roles from the provider's groups, enforced in the page
+// and in the API behind it; the email domain restriction; sign-in and sign-out in the audit log.
+// Saves screenshots of the Users and Audit log pages to docs/screenshots.
+
+const screenshots = fileURLToPath(new URL('../docs/screenshots/', import.meta.url));
+
+describe.skipIf(haveChromium || !process.env.CI)('single sign-on in Chromium (CI)', () => {
+  it('needs Chromium installed', () => {
+    throw new Error('No Chromium: CI must install Debian\'s chromium package (apt-get install -y chromium).');
+  });
+});
+
+describe.runIf(haveChromium)('single sign-on to the dashboard in Chromium', () => {
+  let double: OpenAiProviderDouble;
+  let provider: TestOidcProvider;
+  let deployment: TestDeployment;
+  let browser: Browser;
+  let dashboard: string;
+  const people: Person[] = [];
+
+  beforeAll(async () => {
+    double = await startOpenAiProviderDouble({ apiKey: 'upstream-secret-key' });
+    provider = await startOidcProvider();
+    deployment = await startDeployment('embedded', {
+      openAiUrl: double.url,
+      environment: provider.environment({ SWITCHBOARD_OIDC_ALLOWED_DOMAINS: 'acme.test', SWITCHBOARD_OIDC_ROLE_MAP: 'sb-admins=admin,sb-team=member' }),
+    });
+    dashboard = `${deployment.url()}/dashboard/`;
+    browser = await launchChromium();
+    mkdirSync(screenshots, { recursive: true });
+  }, 60_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await deployment?.close();
+    await provider?.close();
+    await double?.close();
+  }, 30_000);
+
+  async function person(): Promise<Person> {
+    const opened = await openPerson(browser);
+    people.push(opened);
+    return opened;
+  }
+
+  it('signs an admin in through the provider; the admin creates a key and signs out', async () => {
+    const { page, problems } = await person();
+    await signInWithSso(page, dashboard, provider.users.admin!);
+    await page.getByRole('heading', { level: 1, name: 'API keys' }).waitFor();
+    await page.getByText('ada@acme.test').waitFor();
+    await page.locator('.badge.role.admin').waitFor();
+    expect(page.url()).not.toContain('code=');
+
+    await page.getByRole('button', { name: 'Create key' }).first().click();
+    await page.getByRole('dialog').getByLabel('Name').fill('made through single sign-on');
+    await page.getByRole('dialog').getByRole('button', { name: 'Create key' }).click();
+    expect(await page.getByRole('dialog').getByLabel('Secret key').inputValue()).toMatch(/^sk-service-/);
+    await page.getByRole('dialog').getByRole('button', { name: 'I have stored the key' }).click();
+    await page.getByRole('row').filter({ hasText: 'made through single sign-on' }).waitFor();
+
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByText('You are signed out.').waitFor();
+    expect(problems.filter((text) => !/\b40[13]\b/.test(text))).toEqual([]);
+  }, 60_000);
+
+  it('shows a viewer no create, edit or revoke controls, and refuses its session with 403 when it calls the API directly', async () => {
+    const { page } = await person();
+    await signInWithSso(page, dashboard, provider.users.viewer!);
+    await page.getByRole('row').filter({ hasText: 'made through single sign-on' }).waitFor();
+    await page.locator('.badge.role.viewer').waitFor();
+    expect(await page.getByRole('button', { name: 'Create key' }).count()).toBe(0);
+    expect(await page.getByRole('button', { name: /^(Edit|Rotate|Revoke) / }).count()).toBe(0);
+    await page.getByText('Read only: your role is viewer.').waitFor();
+    expect(await page.getByRole('link', { name: 'Users' }).count()).toBe(0);
+
+    const csrf = await csrfTokenOf(page);
+    const created = await callFromPage(page, 'POST', '/keys', { name: 'made by a viewer' }, csrf);
+    expect(created.status).toBe(403);
+    expect(created.body.error?.code).toBe('insufficient_role');
+    const keys = (await adminRequest(deployment, 'GET', '/admin/v1/keys')).body.data.map((key: { name: string }) => key.name);
+    expect(keys).not.toContain('made by a viewer');
+    // Reading is allowed.
+    expect((await callFromPage(page, 'GET', '/keys')).status).toBe(200);
+  }, 60_000);
+
+  it('refuses a person whose email domain is not allowed, with a page that says why', async () => {
+    const { page } = await person();
+    await signInWithSso(page, dashboard, provider.users.outsider!);
+    await page.getByRole('heading', { name: 'Sign-in refused' }).waitFor();
+    const message = await page.getByRole('alert').innerText();
+    expect(message).toContain('olga@other.test may not sign in');
+    expect(message).toContain('@acme.test');
+    const session = await page.evaluate(async () => (await fetch('/dashboard/api/session')).json());
+    expect(session).toEqual({ signed_in: false });
+    const users = (await adminRequest(deployment, 'GET', '/admin/v1/users')).body.data.map((user: { email: string }) => user.email);
+    expect(users).not.toContain('olga@other.test');
+  }, 60_000);
+
+  it('records sign-ins, failed sign-ins and sign-outs in the audit log with the right actor and address', async () => {
+    const { body } = await adminRequest(deployment, 'GET', '/admin/v1/audit?action=session&limit=100');
+    const entries = body.data as Array<{ action: string; actor_kind: string; actor_label: string; actor_id: string; client: string; outcome: string }>;
+    const summary = entries.map((entry) => `${entry.action} ${entry.actor_label} ${entry.outcome}`);
+    expect(summary).toEqual(expect.arrayContaining([
+      'session.signed_in ada@acme.test success',
+      'session.signed_out ada@acme.test success',
+      'session.signed_in vera@acme.test success',
+      'session.sign_in_failed olga@other.test failure',
+    ]));
+    const signIn = entries.find((entry) => entry.action === 'session.signed_in' && entry.actor_label === 'ada@acme.test')!;
+    expect(signIn).toMatchObject({ actor_kind: 'user', client: '127.0.0.1' });
+    expect(signIn.actor_id).toMatch(/^usr_/);
+    // The key the admin created is attributed to the admin.
+    const created = (await adminRequest(deployment, 'GET', '/admin/v1/audit?action=key.created')).body.data;
+    expect(created[0]).toMatchObject({ actor_id: signIn.actor_id, actor_label: 'ada@acme.test' });
+    expect(JSON.stringify(entries)).not.toMatch(/sk-service-|password|code=/);
+  });
+
+  it('lets an admin change a role on the Users page and read the Audit log page', async () => {
+    const { page } = await person();
+    await signInWithSso(page, dashboard, provider.users.admin!);
+    await page.getByRole('link', { name: 'Users' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Users' }).waitFor();
+    const vera = page.getByRole('row').filter({ hasText: 'vera@acme.test' });
+    await vera.getByText('Viewer').waitFor();
+    await page.getByRole('button', { name: 'Edit vera@acme.test' }).click();
+    await page.getByRole('dialog').getByLabel('Role').selectOption('member');
+    await page.getByRole('dialog').getByRole('button', { name: 'Save changes' }).click();
+    await vera.getByText('Member').waitFor();
+    await page.screenshot({ path: join(screenshots, 'users.png'), fullPage: true });
+
+    await page.getByRole('link', { name: 'Audit log' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Audit log' }).waitFor();
+    await page.getByRole('row').filter({ hasText: 'user.updated' }).filter({ hasText: 'vera@acme.test' }).first().waitFor().catch(() => undefined);
+    await page.getByRole('row').filter({ hasText: 'session.sign_in_failed' }).first().waitFor();
+    await page.screenshot({ path: join(screenshots, 'audit.png'), fullPage: true });
+
+    // The filters go to the server: only failures of sign-in remain.
+    await page.getByLabel('Who').fill('olga@other.test');
+    await page.getByRole('button', { name: 'Filter' }).click();
+    await page.getByRole('row').filter({ hasText: 'session.sign_in_failed' }).waitFor();
+    expect(await page.getByRole('row').filter({ hasText: 'session.signed_in' }).count()).toBe(0);
+  }, 60_000);
+});
+
+describe('admin-token sign-in turned off', () => {
+  let provider: TestOidcProvider;
+  let deployment: TestDeployment;
+
+  beforeAll(async () => {
+    provider = await startOidcProvider();
+    deployment = await startDeployment('embedded', { openAiUrl: 'http://127.0.0.1:9', environment: provider.environment({ SWITCHBOARD_DASHBOARD_TOKEN_SIGN_IN: 'off' }) });
+  }, 60_000);
+  afterAll(async () => {
+    await deployment?.close();
+    await provider?.close();
+  });
+
+  it('offers only single sign-on and refuses the admin token at the dashboard, while the bearer admin API keeps working', async () => {
+    const base = deployment.url();
+    expect(await (await fetch(`${base}/dashboard/api/sign-in-methods`)).json()).toEqual({ token: false, oidc: { label: 'Sign in with single sign-on', start: '/dashboard/auth/oidc/start' } });
+    const refused = await fetch(`${base}/dashboard/api/session`, { method: 'POST', headers: { origin: base, 'content-type': 'application/json' }, body: JSON.stringify({ token: testAdminToken }) });
+    expect(refused.status).toBe(403);
+    expect(((await refused.json()) as { error: { code: string } }).error.code).toBe('token_sign_in_disabled');
+    expect(refused.headers.get('set-cookie')).toBeNull();
+    expect((await adminRequest(deployment, 'GET', '/admin/v1/keys')).status).toBe(200);
+
+    const start = await fetch(`${base}/dashboard/auth/oidc/start`, { redirect: 'manual' });
+    expect(start.status).toBe(302);
+    const location = new URL(start.headers.get('location')!);
+    expect(location.origin).toBe(provider.issuer);
+    expect(location.searchParams.get('code_challenge_method')).toBe('S256');
+    expect(location.searchParams.get('redirect_uri')).toBe(`${base}/dashboard/auth/oidc/callback`);
+    expect(start.headers.get('set-cookie')).toMatch(/^sb_oidc=[^;]+; Path=\/dashboard\/auth\/oidc; HttpOnly; SameSite=Lax; Max-Age=600$/);
+
+    // A callback without the flow cookie (another browser, or a forged link) signs nobody in.
+    const forged = await fetch(`${base}/dashboard/auth/oidc/callback?code=abc&state=${location.searchParams.get('state')}`, { redirect: 'manual' });
+    expect(forged.status).toBe(403);
+    expect(forged.headers.get('set-cookie') ?? '').not.toContain('sb_dashboard=');
+    expect(await forged.text()).toContain('Start it again');
+  });
+});
