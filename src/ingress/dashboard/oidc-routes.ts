@@ -64,9 +64,11 @@ export function registerOidcRoutes(app: TemplatedApp, services: OidcRouteService
     } catch (error) {
       if (!(error instanceof SignInRefused)) {
         logger.warn({ err: (error as Error).message }, 'single sign-on failed');
-        return replySignInPage(res, state, 502, 'Single sign-on failed', 'The identity provider could not be reached to finish the sign-in. Try again in a moment.', [clearFlow]);
+        return replySignInPage(res, state, 502, 'Single sign-on failed', 'The sign-in could not be finished: the identity provider or the gateway\'s database did not answer. Try again in a moment.', [clearFlow]);
       }
-      await store.appendAudit({
+      // A callback without a flow of ours is no attempt by anyone we could name (a stale tab, a
+      // forged link): it is logged, not written to the audit log, which strangers cannot fill.
+      if (error.code !== 'sign_in_expired') await store.appendAudit({
         actorKind: 'anonymous', actorId: '', actorLabel: error.email ?? email ?? '', action: 'session.sign_in_failed', targetType: null, targetId: null,
         client: request.client, changes: { method: { to: 'oidc' }, reason: { to: error.code } }, outcome: 'failure',
       });

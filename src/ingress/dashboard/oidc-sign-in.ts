@@ -122,7 +122,12 @@ export class OidcSignIn {
     const expected = Buffer.from(createHmac('sha256', this.key).update(payload).digest('base64url'));
     const given = Buffer.from(signature);
     if (given.length !== expected.length || !timingSafeEqual(given, expected)) return undefined;
-    const flow = JSON.parse(Buffer.from(payload, 'base64url').toString()) as Flow;
-    return flow.exp * 1000 > this.now() ? flow : undefined;
+    let flow: Flow;
+    try {
+      flow = JSON.parse(Buffer.from(payload, 'base64url').toString()) as Flow;
+    } catch {
+      return undefined;
+    }
+    return typeof flow.exp === 'number' && flow.exp * 1000 > this.now() ? flow : undefined;
   }
 }
