@@ -95,7 +95,7 @@ describe.runIf(haveChromium && scaledOutAvailable)('single sign-on across two in
     await member.page.getByRole('heading', { name: 'Sign-in refused' }).waitFor();
     expect(await member.page.getByRole('alert').innerText()).toContain('max@acme.test was removed');
 
-    const audit = (await adminRequest(deployment, 'GET', `/admin/v1/audit?target_id=${max.id}`)).body.data as Array<{ action: string; actor_kind: string }>;
-    expect(audit.map((entry) => `${entry.action} ${entry.actor_kind}`)).toEqual(expect.arrayContaining(['user.removed root', 'session.signed_in user']));
+    const audit = (await adminRequest(deployment, 'GET', `/admin/v1/audit?target_id=${max.id}`)).body.data as Array<{ action: string; actor: { kind: string } }>;
+    expect(audit.map((entry) => `${entry.action} ${entry.actor.kind}`)).toEqual(expect.arrayContaining(['user.removed root', 'session.signed_in user']));
   }, 90_000);
 });

@@ -3,6 +3,9 @@ import { z } from 'zod';
 import { periodStart } from '../shared/counters/period.js';
 import { GatewayError } from '../shared/errors.js';
 import type { AlertDelivery, BudgetAlert, ProjectPatch, ProjectRecord, Store } from '../shared/store/store.js';
+import { changedFields, createdFields } from '../shared/access/audit-changes.js';
+import { adminsOnly, anyRole, type AdminAction, type AdminRoute } from './admin-access.js';
+import { isMember, projectInScope, requireProjectInScope, visibleKeyIds } from './admin-access-scope.js';
 import { maxQueryTextLength, validate } from './admin-query.js';
 
 // The governance part of the admin API: the key fields allowed_models, expires_at, project_id and
@@ -86,11 +89,11 @@ export async function existingProject(store: Store, id: string, param = 'id'): P
   return project;
 }
 
-type Route = (method: 'get' | 'post' | 'patch' | 'del', path: string, action: (context: { parameter: string; query: string; body?: unknown }) => Promise<[number, unknown]>, withBody?: boolean) => void;
+type Route = (method: AdminRoute['method'], path: string, roles: AdminRoute['roles'], audit: string | undefined, action: AdminAction, withBody?: boolean) => void;
 
-/** Registers /projects; `changed` tells every ingress to drop its cached copy. */
+/** Registers /projects and /alerts; `changed` tells every ingress to drop its cached copy. Members see only their projects. */
 export function projectRoutes(route: Route, store: Store, changed: (projectId: string) => Promise<void>): void {
-  route('post', '/projects', async ({ body }) => {
+  route('post', '/projects', adminsOnly, 'project.created', async ({ body }) => {
     const input = validate(projectCreate, body);
     const project = await store.createProject({
       id: `proj_${randomUUID().replace(/-/g, '').slice(0, 20)}`,
@@ -102,26 +105,41 @@ export function projectRoutes(route: Route, store: Store, changed: (projectId: s
       alerts: toAlerts(input.alerts ?? []),
       createdAt: new Date().toISOString(),
     });
-    return [201, await publicProject(store, project)];
+    const shown = await publicProject(store, project);
+    return [201, shown, { targetType: 'project', targetId: project.id, changes: createdFields(shown) }];
   }, true);
-  route('get', '/projects', async () => [200, { object: 'list', data: await Promise.all((await store.listProjects()).map((project) => publicProject(store, project))) }]);
-  route('get', '/projects/:id', async ({ parameter }) => [200, await publicProject(store, await existingProject(store, parameter))]);
-  route('patch', '/projects/:id', async ({ parameter, body }) => {
-    await existingProject(store, parameter);
+  route('get', '/projects', anyRole, undefined, async ({ actor }) => {
+    const projects = (await store.listProjects()).filter((project) => projectInScope(actor, project.id));
+    return [200, { object: 'list', data: await Promise.all(projects.map((project) => publicProject(store, project))) }];
+  });
+  route('get', '/projects/:id', anyRole, undefined, async ({ parameter, actor }) => {
+    const project = await existingProject(store, parameter);
+    requireProjectInScope(actor, project.id);
+    return [200, await publicProject(store, project)];
+  });
+  route('patch', '/projects/:id', adminsOnly, 'project.updated', async ({ parameter, body }) => {
+    const before = await publicProject(store, await existingProject(store, parameter));
     const project = (await store.updateProject(parameter, toProjectPatch(validate(projectPatch, body))))!;
     await changed(project.id);
-    return [200, await publicProject(store, project)];
+    const shown = await publicProject(store, project);
+    return [200, shown, { targetType: 'project', targetId: project.id, changes: changedFields(before, shown) }];
   }, true);
   // Alert deliveries, newest first: one per key or project, threshold, webhook and budget period.
-  route('get', '/alerts', async ({ query }) => {
+  route('get', '/alerts', anyRole, undefined, async ({ query, actor }) => {
     const input = validate(alertsQuery, Object.fromEntries(new URLSearchParams(query)));
-    const deliveries = await store.listAlertDeliveries({ subjectId: input.subject_id, limit: input.limit });
-    return [200, { object: 'list', data: deliveries.map(publicDelivery) }];
+    if (!isMember(actor)) {
+      const deliveries = await store.listAlertDeliveries({ subjectId: input.subject_id, limit: input.limit });
+      return [200, { object: 'list', data: deliveries.map(publicDelivery) }];
+    }
+    const keys = (await visibleKeyIds(store, actor))!;
+    const visible = (delivery: AlertDelivery) => (delivery.subjectKind === 'key' ? keys.has(delivery.subjectId) : projectInScope(actor, delivery.subjectId));
+    const deliveries = await store.listAlertDeliveries({ subjectId: input.subject_id, limit: input.subject_id ? input.limit : 1000 });
+    return [200, { object: 'list', data: deliveries.filter(visible).slice(0, input.limit ?? 100).map(publicDelivery) }];
   });
-  route('del', '/projects/:id', async ({ parameter }) => {
+  route('del', '/projects/:id', adminsOnly, 'project.deleted', async ({ parameter }) => {
     const project = await existingProject(store, parameter);
     await store.deleteProject(project.id);
     await changed(project.id);
-    return [200, { id: project.id, object: 'project', deleted: true }];
+    return [200, { id: project.id, object: 'project', deleted: true }, { targetType: 'project', targetId: project.id, changes: { name: { from: project.name } } }];
   });
 }

@@ -13,14 +13,14 @@ export const maxQueryTextLength = 200;
 const isoStart = /^\d{4}-\d{2}-\d{2}(?:$|T)/;
 const normalizedRange = /^(?!0000)\d{4}-/;
 
-const isoTime = z.string().refine((value) => {
+export const isoTime = z.string().refine((value) => {
   if (!isoStart.test(value)) return false;
   const ms = Date.parse(value);
   // An offset can push a valid-looking time past 9999-12-31T23:59:59Z; check the UTC result too.
   return !Number.isNaN(ms) && normalizedRange.test(new Date(ms).toISOString());
 }, 'must be an ISO 8601 date or time (YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ) between years 0001 and 9999');
 
-const filterText = z
+export const filterText = z
   .string()
   .max(maxQueryTextLength)
   .refine((value) => !/[\u0000-\u001f\u007f]/.test(value), 'must not contain control characters');

@@ -1,21 +1,27 @@
 import { randomUUID } from 'node:crypto';
-import type { HttpResponse, TemplatedApp } from 'uWebSockets.js';
+import type { TemplatedApp } from 'uWebSockets.js';
 import type { Logger } from 'pino';
 import { z } from 'zod';
+import { changedFields, createdFields } from '../shared/access/audit-changes.js';
 import type { Counters } from '../shared/counters/counters.js';
 import { GatewayError } from '../shared/errors.js';
-import { generateApiKey } from '../shared/keys/api-key.js';
+import { generateApiKey, type GeneratedKey } from '../shared/keys/api-key.js';
 import type { KeyPatch, KeyRecord, NewKey, Store } from '../shared/store/store.js';
 import { maxQueryTextLength, publicRequest, requestsQuery, usageQuery, validate } from './admin-query.js';
 import { existingProject, keyGovernanceFields, projectRoutes, publicAlerts, toAlerts } from './admin-governance.js';
+import { anyRole, keyEditors, runAdminRoute, type AdminAction, type AdminRoute } from './admin-access.js';
+import { keyInScope, requireKeyInScope, requireProjectInScope, scopedLedger, scopedUsage, visibleKeyIds } from './admin-access-scope.js';
+import { accessRoutes } from './admin-users.js';
 import { AdminTokenGuard } from './admin-token-guard.js';
 import { keyExpired } from './authenticate.js';
-import { replyJson, type ReplyState } from './http-reply.js';
+import { replyJson } from './http-reply.js';
 import { projectChangeId, type KeyDirectory } from './key-directory.js';
 import type { RouteWrapper } from './pipeline/request-wrapper.js';
 import type { RefusalCounts } from './refusal-counts.js';
 
-// The admin API (bearer SWITCHBOARD_ADMIN_TOKEN): keys and usage. The CLI and the dashboard use it.
+// The admin API (bearer SWITCHBOARD_ADMIN_TOKEN or a per-user sbat_ token): keys and usage, and
+// (admin-governance.ts, admin-users.ts) projects, alerts, users, admin tokens and the audit log.
+// The CLI and the dashboard use it. Roles and the audit log: admin-access.ts.
 
 export interface AdminDependencies {
   store: Store;
@@ -86,26 +92,20 @@ function toPatch(body: z.infer<typeof patchSchema>): KeyPatch {
   return patch;
 }
 
-type AdminAction = (context: { res: HttpResponse; state: ReplyState; parameter: string; query: string; body?: unknown }) => Promise<[number, unknown]>;
+export type { AdminRoute } from './admin-access.js';
 
-/** One admin action, its path relative to /admin/v1. The bearer routes below and the dashboard both serve these. */
-export interface AdminRoute {
-  method: 'get' | 'post' | 'patch' | 'del';
-  path: string;
-  action: AdminAction;
-  withBody: boolean;
-}
-
-export function registerAdminRoutes(app: TemplatedApp, dependencies: AdminDependencies, route: RouteWrapper): void {
+export function registerAdminRoutes(app: TemplatedApp, dependencies: AdminDependencies, route: RouteWrapper, routes = adminRoutes(dependencies)): void {
   const guard = adminTokenGuard(dependencies);
-  for (const { method, path, action, withBody } of adminRoutes(dependencies)) {
+  for (const adminRoute of routes) {
+    const { method, path, withBody } = adminRoute;
     const options = { headers: ['authorization'], parameters: path.includes(':') ? 1 : 0, body: withBody, remoteAddress: true };
     app[method](`/admin/v1${path}`, route(`admin ${method} ${path}`, options, async ({ res, state, headers, parameters, query, body, remoteAddress }) => {
       // The token is checked before the body is wanted, so an unauthenticated upload is not read.
-      guard.checkBearer(remoteAddress, headers.authorization ?? '');
+      const actor = await guard.authenticate(remoteAddress, headers.authorization ?? '', dependencies.store);
       const parsed = body ? await body.json() : undefined;
       if (body && parsed === undefined) return;
-      const [status, result] = await action({ res, state, parameter: parameters[0] ?? '', query, body: parsed });
+      const call = { res, state, parameter: parameters[0] ?? '', query, body: parsed, actor, client: remoteAddress };
+      const [status, result] = await runAdminRoute(adminRoute, dependencies.store, dependencies.logger, call);
       replyJson(res, state, status, JSON.stringify(result));
     }));
   }
@@ -114,7 +114,8 @@ export function registerAdminRoutes(app: TemplatedApp, dependencies: AdminDepend
 export function adminRoutes(dependencies: AdminDependencies): AdminRoute[] {
   const { store, counters, keys } = dependencies;
   const routes: AdminRoute[] = [];
-  const route = (method: AdminRoute['method'], path: string, action: AdminAction, withBody = false) => routes.push({ method, path, action, withBody });
+  const route = (method: AdminRoute['method'], path: string, roles: AdminRoute['roles'], audit: string | undefined, action: AdminAction, withBody = false) =>
+    routes.push({ method, path, action, withBody, roles, audit });
 
   async function existingKey(id: string): Promise<KeyRecord> {
     // No key id holds a control character, and PostgreSQL refuses NUL in text: answer without asking it.
@@ -133,8 +134,7 @@ export function adminRoutes(dependencies: AdminDependencies): AdminRoute[] {
     await dependencies.announceKeyChange?.(record.publicId);
   }
 
-  async function issueKey(settings: Omit<NewKey, 'id' | 'publicId' | 'secretHash' | 'keyHint' | 'createdAt'>): Promise<[number, unknown]> {
-    const generated = generateApiKey();
+  async function issueKey(generated: GeneratedKey, settings: Omit<NewKey, 'id' | 'publicId' | 'secretHash' | 'keyHint' | 'createdAt'>): Promise<KeyRecord> {
     const record = await store.createKey({
       ...settings,
       id: `key_${randomUUID().replace(/-/g, '').slice(0, 20)}`,
@@ -144,45 +144,58 @@ export function adminRoutes(dependencies: AdminDependencies): AdminRoute[] {
       createdAt: new Date().toISOString(),
     });
     dependencies.logger.info({ keyId: record.id, hint: record.keyHint }, 'key created');
-    return [201, { ...publicKey(record), key: generated.key }];
+    return record;
   }
 
-  route('post', '/keys', async ({ body }) => {
+  route('post', '/keys', keyEditors, 'key.created', async ({ body, actor }) => {
     const input = validate(createSchema, body);
+    requireProjectInScope(actor, input.project_id ?? null);
     if (input.project_id) await existingProject(store, input.project_id, 'project_id');
     const { name: _name, ...rest } = toPatch(input);
-    return issueKey({ name: input.name, budgetPeriod: 'none', ...rest });
+    const generated = generateApiKey();
+    const record = await issueKey(generated, { name: input.name, budgetPeriod: 'none', ...rest });
+    return [201, { ...publicKey(record), key: generated.key }, { targetType: 'key', targetId: record.id, changes: createdFields(publicKey(record)) }];
   }, true);
 
   // Rotation: a twin with the same name, budget and limits; the old key stays valid until revoked.
-  route('post', '/keys/:id/rotate', async ({ parameter }) => {
+  route('post', '/keys/:id/rotate', keyEditors, 'key.rotated', async ({ parameter, actor }) => {
     const old = await existingKey(parameter);
+    requireKeyInScope(actor, old);
     if (old.revokedAt) throw new GatewayError('invalid_value', 'This key is revoked; create a new key instead of rotating it.', { param: 'id' });
-    return issueKey({
+    const generated = generateApiKey();
+    const record = await issueKey(generated, {
       name: old.name, budgetUsd: old.budgetUsd, budgetPeriod: old.budgetPeriod, rpm: old.rpm, tpm: old.tpm, maxConcurrent: old.maxConcurrent,
       allowedModels: old.allowedModels, expiresAt: old.expiresAt, projectId: old.projectId, alerts: old.alerts,
     });
+    return [201, { ...publicKey(record), key: generated.key }, { targetType: 'key', targetId: old.id, changes: { replaced_by: { to: record.id } } }];
   });
 
-  route('get', '/keys', async () => [200, { object: 'list', data: (await store.listKeys()).map(publicKey) }]);
-  route('get', '/keys/:id', async ({ parameter }) => [200, publicKey(await existingKey(parameter))]);
+  route('get', '/keys', anyRole, undefined, async ({ actor }) => [200, { object: 'list', data: (await store.listKeys()).filter((key) => keyInScope(actor, key)).map(publicKey) }]);
+  route('get', '/keys/:id', anyRole, undefined, async ({ parameter, actor }) => {
+    const record = await existingKey(parameter);
+    requireKeyInScope(actor, record);
+    return [200, publicKey(record)];
+  });
 
-  route('patch', '/keys/:id', async ({ parameter, body }) => {
-    await existingKey(parameter);
+  route('patch', '/keys/:id', keyEditors, 'key.updated', async ({ parameter, body, actor }) => {
+    const before = await existingKey(parameter);
+    requireKeyInScope(actor, before);
     const patch = toPatch(validate(patchSchema, body));
+    if (patch.projectId !== undefined) requireProjectInScope(actor, patch.projectId);
     if (patch.projectId) await existingProject(store, patch.projectId, 'project_id');
     const record = (await store.updateKey(parameter, patch))!;
     await keyChanged(record);
-    return [200, publicKey(record)];
+    return [200, publicKey(record), { targetType: 'key', targetId: record.id, changes: changedFields(publicKey(before), publicKey(record)) }];
   }, true);
 
-  route('del', '/keys/:id', async ({ parameter }) => {
-    await existingKey(parameter);
+  route('del', '/keys/:id', keyEditors, 'key.revoked', async ({ parameter, actor }) => {
+    const before = await existingKey(parameter);
+    requireKeyInScope(actor, before);
     const record = (await store.revokeKey(parameter, new Date().toISOString()))!;
     await counters.revoke(record.id);
     await keyChanged(record);
     dependencies.logger.info({ keyId: record.id }, 'key revoked');
-    return [200, publicKey(record)];
+    return [200, publicKey(record), { targetType: 'key', targetId: record.id, changes: { status: { from: publicKey(before).status, to: 'revoked' } } }];
   });
 
   projectRoutes(route, store, async (projectId) => {
@@ -191,15 +204,19 @@ export function adminRoutes(dependencies: AdminDependencies): AdminRoute[] {
   });
 
   // Refused requests (401 by a named key, 402, 403, 429) per key, model and status; no ledger rows.
-  route('get', '/usage/refused', async ({ query }) => {
+  route('get', '/usage/refused', anyRole, undefined, async ({ query, actor }) => {
     const filter = usageQuery(query);
     await dependencies.refusals?.flush();
+    const visible = await visibleKeyIds(store, actor);
     const rows = await store.queryRefusedCounts({ keyId: filter.keyId, since: filter.since, until: filter.until });
-    const data = rows.filter((row) => filter.model === undefined || row.model === filter.model).map((row) => ({ key_id: row.keyId, model: row.model || null, status: row.status, count: row.count }));
+    const data = rows
+      .filter((row) => (filter.model === undefined || row.model === filter.model) && (visible === null || visible.has(row.keyId)))
+      .map((row) => ({ key_id: row.keyId, model: row.model || null, status: row.status, count: row.count }));
     return [200, { object: 'list', data }];
   });
 
-  route('get', '/usage', async ({ query }) => [200, { object: 'list', data: await store.queryUsage(usageQuery(query)) }]);
-  route('get', '/requests', async ({ query }) => [200, { object: 'list', data: (await store.listLedger(requestsQuery(query))).map(publicRequest) }]);
+  route('get', '/usage', anyRole, undefined, async ({ query, actor }) => [200, { object: 'list', data: await scopedUsage(store, actor, usageQuery(query)) }]);
+  route('get', '/requests', anyRole, undefined, async ({ query, actor }) => [200, { object: 'list', data: (await scopedLedger(store, actor, requestsQuery(query))).map(publicRequest) }]);
+  routes.push(...accessRoutes(store));
   return routes;
 }

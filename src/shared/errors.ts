@@ -17,6 +17,10 @@ export const errorCatalog = {
   model_not_found: { status: 404, type: 'invalid_request_error' },
   /** The key's allowed_models does not include the model (or a fallback named in the request). */
   model_not_allowed: { status: 403, type: 'invalid_request_error' },
+  /** The admin API caller's role (or, for a member, their projects) does not cover the action. */
+  insufficient_role: { status: 403, type: 'invalid_request_error' },
+  /** Creating something that must be unique and exists (a user's email). */
+  already_exists: { status: 409, type: 'invalid_request_error' },
   provider_not_configured: { status: 503, type: 'server_error' },
   budget_exceeded: { status: 402, type: 'insufficient_quota' },
   rate_limit_exceeded: { status: 429, type: 'rate_limit_error' },

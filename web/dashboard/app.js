@@ -19,8 +19,8 @@ const pages = {
   models: { title: 'Models', component: ModelsPage },
   usage: { title: 'Usage', component: UsagePage },
   health: { title: 'Health', component: HealthPage },
-  users: { title: 'Users', component: UsersPage, roles: ['admin'] },
-  audit: { title: 'Audit log', component: AuditPage, roles: ['admin'] },
+  users: { title: 'Users', component: UsersPage, roles: ['admin', 'viewer'] },
+  audit: { title: 'Audit log', component: AuditPage, roles: ['admin', 'viewer'] },
   // Reached from a request in Usage; not in the navigation.
   request: { title: 'Request', component: RequestPage, hidden: true },
 };

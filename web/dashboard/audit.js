@@ -43,15 +43,15 @@ export function AuditPage() {
   const [form, setForm] = useState(blank);
   const [filters, setFilters] = useState(blank);
   const [entries, setEntries] = useState(null);
-  const [more, setMore] = useState(false);
+  const [more, setMore] = useState(null);
   const [error, setError] = useState('');
   const set = (field) => (event) => setForm({ ...form, [field]: event.currentTarget.value });
 
   const load = useCallback(async (before) => {
     try {
-      const { data } = await api(query(filters, before));
+      const { data, next_before: next } = await api(query(filters, before));
       setEntries((current) => (before ? [...(current ?? []), ...data] : data));
-      setMore(data.length === pageSize);
+      setMore(next ?? null);
       setError('');
     } catch (failure) {
       setError(failure.message);
@@ -96,7 +96,7 @@ export function AuditPage() {
             ${entries.map((entry) => html`
               <tr key=${entry.id} class=${entry.outcome === 'failure' ? 'failed' : ''}>
                 <td data-label="When" title=${entry.at}>${dateTime(entry.at)}</td>
-                <th scope="row" data-label="Who" class="name">${entry.actor_label || html`<span class="muted">unknown</span>`}<span class="muted small block">${actorKinds[entry.actor_kind] ?? entry.actor_kind}</span></th>
+                <th scope="row" data-label="Who" class="name">${entry.actor.label || html`<span class="muted">unknown</span>`}<span class="muted small block">${actorKinds[entry.actor.kind] ?? entry.actor.kind}</span></th>
                 <td data-label="Action"><code>${entry.action}</code></td>
                 <td data-label="Target">${entry.target_id ? html`<span class="muted small">${entry.target_type}</span> <code>${entry.target_id}</code>` : html`<span class="muted">—</span>`}</td>
                 <td data-label="From"><code>${entry.client || '—'}</code></td>
@@ -106,5 +106,5 @@ export function AuditPage() {
           </tbody>
         </table>
       <//>
-      ${more && html`<div class="actions"><button type="button" onClick=${() => load(entries[entries.length - 1].id)}>Show older entries</button></div>`}`}`;
+      ${more && html`<div class="actions"><button type="button" onClick=${() => load(more)}>Show older entries</button></div>`}`}`;
 }

@@ -1,4 +1,4 @@
-// Users (admins only): who may use the dashboard and the admin API, with which role and projects.
+// Users (admins change them, viewers read them): who may use the dashboard and the admin API, with which role and projects.
 // Removing a user ends their dashboard sessions on every ingress at once and revokes their admin tokens.
 import { useCallback, useEffect, useState } from '../vendor/hooks.js';
 import { api } from './api.js';
@@ -76,6 +76,7 @@ function RemoveDialog({ user, onConfirm, onClose }) {
 }
 
 export function UsersPage({ notify, me }) {
+  const admin = me.role === 'admin';
   const [users, setUsers] = useState(null);
   const [projects, setProjects] = useState([]);
   const [error, setError] = useState('');
@@ -118,7 +119,9 @@ export function UsersPage({ notify, me }) {
   return html`
     <div class="toolbar">
       <label class="choice"><input type="checkbox" checked=${showRemoved} onChange=${(event) => setShowRemoved(event.currentTarget.checked)} /> Show removed users</label>
-      <button type="button" class="primary push" onClick=${() => setDialog({ kind: 'edit' })}>Add user</button>
+      ${admin
+        ? html`<button type="button" class="primary push" onClick=${() => setDialog({ kind: 'edit' })}>Add user</button>`
+        : html`<p class="muted push">Read only: only an admin can add, change or remove users.</p>`}
     </div>
     ${visible.length === 0
       ? html`<${EmptyState} title="No users yet"><p>People appear here when they first sign in with single sign-on, or when you add them.</p><//>`
@@ -133,11 +136,11 @@ export function UsersPage({ notify, me }) {
                   <th scope="row" class="name">${user.email}${user.name && user.name !== user.email && html`<span class="muted small block">${user.name}</span>`}</th>
                   <td data-label="Role"><span class=${`badge role ${user.role}`}>${roleNames[user.role]}</span></td>
                   <td data-label="Projects" class="wrap">${user.role !== 'member' ? html`<span class="muted">all (${user.role === 'admin' ? 'admin' : 'read only'})</span>` : user.projects.length === 0 ? html`<span class="muted">none</span>` : user.projects.map((id) => projectName.get(id) ?? id).join(', ')}</td>
-                  <td data-label="Sign-in">${user.subject ? 'Single sign-on' : html`<span class="muted">Not signed in yet</span>`}</td>
+                  <td data-label="Sign-in">${user.sso_linked ? 'Single sign-on' : html`<span class="muted">Not signed in yet</span>`}</td>
                   <td data-label="Added">${date(user.created_at)}</td>
                   <td data-label="Status">${user.removed_at ? html`<span class="badge revoked">Removed ${date(user.removed_at)}</span>` : html`<span class="badge active">Active</span>`}</td>
                   <td class="actions-cell">
-                    ${!user.removed_at && html`<div class="row-actions">
+                    ${admin && !user.removed_at && html`<div class="row-actions">
                       <button type="button" onClick=${() => setDialog({ kind: 'edit', user })} aria-label=${`Edit ${user.email}`}>Edit</button>
                       ${user.id !== me.id && html`<button type="button" class="danger-text" onClick=${() => setDialog({ kind: 'remove', user })} aria-label=${`Remove ${user.email}`}>Remove</button>`}
                     </div>`}

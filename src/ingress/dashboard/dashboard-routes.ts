@@ -1,9 +1,12 @@
 import type { HttpResponse, TemplatedApp } from 'uWebSockets.js';
 import type { AdminTokenGuard } from '../admin-token-guard.js';
+import { runAdminRoute } from '../admin-access.js';
+import { publicPrincipal } from '../admin-users.js';
+import { auditActor } from '../../shared/access/principal-lookup.js';
 import { adminRoutes, adminTokenGuard, type AdminRoute } from '../admin-routes.js';
 import { replyJson, type ReplyState } from '../http-reply.js';
 import { modelsListBody } from '../models-route.js';
-import { requestLogBody } from '../payload-log-routes.js';
+import { payloadLogRoutes } from '../payload-log-routes.js';
 import { deploymentStates, hasInProcessWorkers } from '../../shared/observability/metrics.js';
 import { rootPrincipal, type Principal } from '../../shared/access/principal.js';
 import type { DashboardSignInSettings } from '../../shared/config.js';
@@ -12,7 +15,7 @@ import { dashboardRouteOptions, DashboardError, notFound, replyAsset, replyFailu
 import { OidcSignIn } from './oidc-sign-in.js';
 import { registerOidcRoutes } from './oidc-routes.js';
 import { DashboardSessions, readCookie, sessionCookie, sessionCookieName, SessionSigner, type Session } from './session.js';
-import { publicPrincipal, sessionPrincipal } from './session-principal.js';
+import { sessionPrincipal } from './session-principal.js';
 import { loadAssets, type AssetTable } from './static-assets.js';
 
 // The dashboard's routes: the page and its files, sign-in/sign-out, and JSON endpoints under
@@ -44,7 +47,7 @@ export function createDashboardServices(context: IngressContext, signIn: Dashboa
     sessions: new DashboardSessions(signer, context.admin.store),
     guard: adminTokenGuard(context.admin),
     assets: loadAssets(),
-    actions: adminRoutes(context.admin),
+    actions: [...adminRoutes(context.admin), ...payloadLogRoutes(context.admin.store)],
     modelsBody: modelsListBody(context.catalog),
   };
 }
@@ -119,7 +122,7 @@ export function registerDashboardRoutes(app: TemplatedApp, services: DashboardSe
       throw new DashboardError(401, 'sign_in_failed', 'Sign-in failed.');
     }
     const issued = signer.issue('root');
-    await store.appendAudit({ actorKind: 'root', actorId: rootPrincipal.id, actorLabel: rootPrincipal.label, action: 'session.signed_in', client: request.client, changes: { method: { to: 'admin_token' } } });
+    await store.appendAudit({ ...auditActor(rootPrincipal), action: 'session.signed_in', client: request.client, changes: { method: { to: 'admin_token' } } });
     logger.info({ client: request.client }, 'dashboard sign-in');
     return [200, sessionBody(issued, rootPrincipal), [['set-cookie', sessionCookie(issued.cookieValue, signer.ttlMs / 1000, request.secure)]]];
   });
@@ -127,17 +130,17 @@ export function registerDashboardRoutes(app: TemplatedApp, services: DashboardSe
   api('get', '/dashboard/api/session', 'probe', false, async ({ session, principal }) => [200, session && principal ? sessionBody({ ...session, csrfToken: signer.csrfToken(session.id) }, principal) : { signed_in: false }]);
   api('del', '/dashboard/api/session', 'change', false, async ({ request, session, principal }) => {
     await sessions.end(session!);
-    await store.appendAudit({ actorKind: principal!.kind, actorId: principal!.id, actorLabel: principal!.label, action: 'session.signed_out', client: request.client });
+    await store.appendAudit({ ...auditActor(principal!), action: 'session.signed_out', client: request.client });
     return [200, { signed_in: false }, [['set-cookie', sessionCookie('', 0, request.secure)]]];
   });
 
   api('get', '/dashboard/api/models', 'read', false, async () => [200, services.modelsBody]);
-  api('get', '/dashboard/api/requests/:id/payload', 'read', false, async ({ request }) => [200, await requestLogBody(context.admin.store, request.parameter)]);
   // Cool-downs as this process's workers see them (the embedded default: all of them; scaled out: none, see Prometheus).
   api('get', '/dashboard/api/deployments', 'read', false, async () => [200, { object: 'list', in_process_workers: hasInProcessWorkers(), data: [...deploymentStates()].map(([id, cooling]) => ({ id, cooling })) }]);
   for (const route of services.actions) {
+    // Roles and the audit log are applied by runAdminRoute, as for the bearer API.
     api(route.method, `/dashboard/api${route.path}`, route.method === 'get' ? 'read' : 'change', route.withBody, ({ res, state, request, body, principal }) =>
-      route.action({ res, state, parameter: request.parameter, query: request.query, body, actor: principal!, client: request.client }),
+      runAdminRoute(route, store, logger, { res, state, parameter: request.parameter, query: request.query, body, actor: principal!, client: request.client }),
     );
   }
   if (services.oidc) registerOidcRoutes(app, { context, oidc: services.oidc, signer, store, logger });

@@ -17,8 +17,9 @@ export interface Principal {
   role: Role;
   /** Project ids a member belongs to ([] for admin and viewer: not consulted). */
   projects: string[];
-  /** For a token: the user it acts for (its id), so the audit log can name the person. */
+  /** For a token: the user it acts for, so the audit log can name the person. */
   userId?: string;
+  userEmail?: string;
 }
 
 export const rootPrincipal: Principal = Object.freeze({ kind: 'root', id: 'root', label: 'admin token', role: 'admin', projects: [] });
