@@ -45,6 +45,7 @@ export function AuditPage() {
   const [entries, setEntries] = useState(null);
   const [more, setMore] = useState(null);
   const [error, setError] = useState('');
+  const [names, setNames] = useState(new Map());
   const set = (field) => (event) => setForm({ ...form, [field]: event.currentTarget.value });
 
   const load = useCallback(async (before) => {
@@ -60,6 +61,11 @@ export function AuditPage() {
   useEffect(() => {
     load();
   }, [load]);
+  // Targets by name where we can: users by email, keys and projects by name (ids stay in the tooltip).
+  useEffect(() => {
+    Promise.all(['/users', '/keys', '/projects'].map((path) => api(path).then(({ data }) => data, () => [])))
+      .then(([users, keys, projects]) => setNames(new Map([...users.map((user) => [user.id, user.email]), ...keys.map((key) => [key.id, key.name]), ...projects.map((project) => [project.id, project.name])])));
+  }, []);
 
   function apply(event) {
     event.preventDefault();
@@ -98,7 +104,9 @@ export function AuditPage() {
                 <td data-label="When" title=${entry.at}>${dateTime(entry.at)}</td>
                 <th scope="row" data-label="Who" class="name">${entry.actor.label || html`<span class="muted">unknown</span>`}<span class="muted small block">${actorKinds[entry.actor.kind] ?? entry.actor.kind}</span></th>
                 <td data-label="Action"><code>${entry.action}</code></td>
-                <td data-label="Target">${entry.target_id ? html`<span class="muted small">${entry.target_type}</span> <code>${entry.target_id}</code>` : html`<span class="muted">—</span>`}</td>
+                <td data-label="Target" title=${entry.target_id ?? ''}>${entry.target_id
+                  ? html`<span class="muted small">${entry.target_type}</span> ${names.has(entry.target_id) ? names.get(entry.target_id) : html`<code>${entry.target_id}</code>`}`
+                  : html`<span class="muted">—</span>`}</td>
                 <td data-label="From"><code>${entry.client || '—'}</code></td>
                 <td data-label="What changed" class="wrap"><${Changes} changes=${entry.changes} /></td>
                 <td data-label="Outcome"><span class=${`badge ${entry.outcome === 'failure' ? 'revoked' : 'active'}`}>${entry.outcome === 'failure' ? 'Failed' : 'Done'}</span></td>

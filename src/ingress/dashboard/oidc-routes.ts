@@ -73,7 +73,7 @@ export function registerOidcRoutes(app: TemplatedApp, services: OidcRouteService
         client: request.client, changes: { method: { to: 'oidc' }, reason: { to: error.code } }, outcome: 'failure',
       });
       logger.warn({ client: request.client, reason: error.code }, 'dashboard sign-in refused (single sign-on)');
-      replySignInPage(res, state, 403, 'Sign-in refused', error.message, [clearFlow]);
+      replySignInPage(res, state, 403, 'Sign-in refused', error.message, [clearFlow], 'To sign in with another account, sign out of this one at your identity provider first.');
     }
   }));
 }

@@ -20,7 +20,7 @@ export function replyRedirectWithCookies(res: HttpResponse, state: ReplyState, l
 
 const escape = (text: string) => text.replace(/[&<>"']/g, (char) => `&#${char.charCodeAt(0)};`);
 
-export function signInPage(title: string, message: string): string {
+export function signInPage(title: string, message: string, hint?: string): string {
   return `<!doctype html>
 <html lang="en">
 <head>
@@ -37,7 +37,7 @@ export function signInPage(title: string, message: string): string {
       <div class="brand brand-large"><img src="/dashboard/assets/favicon.svg" alt="" width="32" height="32"> Switchboard</div>
       <h1>${escape(title)}</h1>
       <p class="error" role="alert">${escape(message)}</p>
-      <p><a href="/dashboard/">Back to the sign-in page</a></p>
+${hint ? `      <p class="hint">${escape(hint)}</p>\n` : ''}      <p><a href="/dashboard/">Back to the sign-in page</a></p>
     </div>
   </main>
 </body>
@@ -45,7 +45,7 @@ export function signInPage(title: string, message: string): string {
 `;
 }
 
-export function replySignInPage(res: HttpResponse, state: ReplyState, status: number, title: string, message: string, cookies: string[] = []): void {
+export function replySignInPage(res: HttpResponse, state: ReplyState, status: number, title: string, message: string, cookies: string[] = [], hint?: string): void {
   if (state.aborted || state.done) return;
   state.done = true;
   res.cork(() => {
@@ -53,6 +53,6 @@ export function replySignInPage(res: HttpResponse, state: ReplyState, status: nu
     for (const [name, value] of securityHeaders('no-store')) res.writeHeader(name, value);
     for (const cookie of cookies) res.writeHeader('set-cookie', cookie);
     res.writeHeader('content-type', 'text/html; charset=utf-8');
-    res.end(signInPage(title, message));
+    res.end(signInPage(title, message, hint));
   });
 }
