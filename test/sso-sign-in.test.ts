@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startOpenAiProviderDouble, type OpenAiProviderDouble } from './doubles/openai-provider-double.js';
-import { adminRequest } from './support/api-client.js';
+import { adminRequest, createKey } from './support/api-client.js';
 import { startDeployment, testAdminToken, type TestDeployment } from './support/gateway-harness.js';
 import { startOidcProvider, type TestOidcProvider } from './support/oidc-provider.js';
 import { callFromPage, csrfTokenOf, haveChromium, launchChromium, openPerson, signInWithSso, type Person } from './support/oidc-provider-browser.js';
@@ -137,6 +137,39 @@ describe.runIf(haveChromium)('single sign-on to the dashboard in Chromium', () =
     expect(JSON.stringify(entries)).not.toMatch(/sk-service-|password|code=/);
   });
 
+  it('shows a member only the keys of their projects, and lets them create keys only there', async () => {
+    const mine = (await adminRequest(deployment, 'POST', '/admin/v1/projects', { name: 'team max' })).body as { id: string };
+    const theirs = (await adminRequest(deployment, 'POST', '/admin/v1/projects', { name: 'someone else' })).body as { id: string };
+    await createKey(deployment, { name: 'team key', project_id: mine.id });
+    await createKey(deployment, { name: 'foreign key', project_id: theirs.id });
+    // The first sign-in makes Max a member (group sb-team); an admin then gives him his project.
+    const { page } = await person();
+    await signInWithSso(page, dashboard, provider.users.member!);
+    await page.locator('.badge.role.member').waitFor();
+    const max = (await adminRequest(deployment, 'GET', '/admin/v1/users')).body.data.find((user: { email: string }) => user.email === 'max@acme.test');
+    expect((await adminRequest(deployment, 'PATCH', `/admin/v1/users/${max.id}`, { projects: [mine.id] })).status).toBe(200);
+
+    await page.reload();
+    const row = (text: string) => page.getByRole('row').filter({ hasText: text });
+    await row('team key').waitFor();
+    expect(await row('foreign key').count()).toBe(0);
+    expect(await row('made through single sign-on').count()).toBe(0);
+    expect(await page.getByRole('link', { name: 'Users' }).count()).toBe(0);
+
+    await page.getByRole('button', { name: 'Create key' }).first().click();
+    const dialog = page.getByRole('dialog');
+    await dialog.getByLabel('Name').fill('made by max');
+    expect(await dialog.getByLabel('Project id').locator('option').allTextContents()).toEqual([mine.id]);
+    await dialog.getByRole('button', { name: 'Create key' }).click();
+    await dialog.getByRole('button', { name: 'I have stored the key' }).click();
+    await row('made by max').waitFor();
+    const made = (await adminRequest(deployment, 'GET', '/admin/v1/keys')).body.data.find((key: { name: string }) => key.name === 'made by max');
+    expect(made.project_id).toBe(mine.id);
+
+    const outside = await callFromPage(page, 'POST', '/keys', { name: 'outside my projects', project_id: theirs.id }, await csrfTokenOf(page));
+    expect(outside.status).toBe(403);
+  }, 60_000);
+
   it('lets an admin change a role on the Users page and read the Audit log page', async () => {
     const { page } = await person();
     await signInWithSso(page, dashboard, provider.users.admin!);
@@ -146,8 +179,12 @@ describe.runIf(haveChromium)('single sign-on to the dashboard in Chromium', () =
     await vera.locator('.badge.role.viewer').waitFor();
     await page.getByRole('button', { name: 'Edit vera@acme.test' }).click();
     await page.getByRole('dialog').getByLabel('Role').selectOption('member');
+    await page.getByRole('dialog').getByRole('checkbox', { name: /team max/ }).check();
     await page.getByRole('dialog').getByRole('button', { name: 'Save changes' }).click();
     await vera.locator('.badge.role.member').waitFor();
+    await vera.getByText('team max').waitFor();
+    const stored = (await adminRequest(deployment, 'GET', '/admin/v1/users')).body.data.find((user: { email: string }) => user.email === 'vera@acme.test');
+    expect(stored).toMatchObject({ role: 'member', projects: [expect.stringMatching(/./)] });
     await page.screenshot({ path: join(screenshots, 'users.png'), fullPage: true });
 
     await page.getByRole('link', { name: 'Audit log' }).click();

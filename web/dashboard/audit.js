@@ -16,7 +16,7 @@ const families = [
   ['user', 'Users'],
   ['admin_token', 'Admin tokens'],
 ];
-const actorKinds = { root: 'admin token', user: 'user', token: 'per-user token', anonymous: 'not signed in' };
+const actorKinds = { root: 'shared root token', user: 'user', token: 'per-user token', anonymous: 'not signed in' };
 const blank = { actor: '', action: '', since: '', until: '' };
 
 function query(filters, before) {
@@ -30,13 +30,20 @@ function query(filters, before) {
   return `/audit?${parameters}`;
 }
 
-const shown = (value) => (value === undefined ? '—' : value === null ? 'none' : typeof value === 'object' ? JSON.stringify(value) : String(value));
+/** A recorded value as text: ids of users, keys and projects by name, lists comma-separated. */
+function shown(value, names) {
+  if (value === undefined) return '—';
+  if (value === null) return 'none';
+  if (Array.isArray(value)) return value.length === 0 ? 'none' : value.map((item) => shown(item, names)).join(', ');
+  if (typeof value === 'object') return JSON.stringify(value);
+  return names.get(value) ?? String(value);
+}
 
-function Changes({ changes }) {
+function Changes({ changes, names }) {
   const entries = Object.entries(changes ?? {});
   if (entries.length === 0) return html`<span class="muted">—</span>`;
   return html`<ul class="changes">${entries.map(([field, change]) => html`
-    <li><span class="field-name">${field}</span>: ${'from' in change ? html`<span class="from">${shown(change.from)}</span> → ` : ''}<span class="to">${shown(change.to)}</span></li>`)}</ul>`;
+    <li><span class="field-name">${field}</span>: ${'from' in change ? html`<span class="from">${shown(change.from, names)}</span> → ` : ''}<span class="to">${shown(change.to, names)}</span></li>`)}</ul>`;
 }
 
 export function AuditPage() {
@@ -108,7 +115,7 @@ export function AuditPage() {
                   ? html`<span class="muted small">${entry.target_type}</span> ${names.has(entry.target_id) ? names.get(entry.target_id) : html`<code>${entry.target_id}</code>`}`
                   : html`<span class="muted">—</span>`}</td>
                 <td data-label="From"><code>${entry.client || '—'}</code></td>
-                <td data-label="What changed" class="wrap"><${Changes} changes=${entry.changes} /></td>
+                <td data-label="What changed" class="wrap"><${Changes} changes=${entry.changes} names=${names} /></td>
                 <td data-label="Outcome"><span class=${`badge ${entry.outcome === 'failure' ? 'revoked' : 'active'}`}>${entry.outcome === 'failure' ? 'Failed' : 'Done'}</span></td>
               </tr>`)}
           </tbody>
