@@ -117,6 +117,13 @@ describe.runIf(haveChromium)('single sign-on to the dashboard in Chromium', () =
     expect(users).not.toContain('olga@other.test');
   }, 60_000);
 
+  it('refuses an email address the provider has not verified', async () => {
+    const { page } = await person();
+    await signInWithSso(page, dashboard, provider.users.unverified!);
+    await page.getByRole('heading', { name: 'Sign-in refused' }).waitFor();
+    expect(await page.getByRole('alert').innerText()).toContain('uma@acme.test is not verified');
+  }, 60_000);
+
   it('records sign-ins, failed sign-ins and sign-outs in the audit log with the right actor and address', async () => {
     const { body } = await adminRequest(deployment, 'GET', '/admin/v1/audit?action=session&limit=100');
     const entries = body.data as Array<{ action: string; actor: { kind: string; label: string; id: string }; client: string; outcome: string }>;
@@ -126,6 +133,7 @@ describe.runIf(haveChromium)('single sign-on to the dashboard in Chromium', () =
       'session.signed_out ada@acme.test success',
       'session.signed_in vera@acme.test success',
       'session.sign_in_failed olga@other.test failure',
+      'session.sign_in_failed uma@acme.test failure',
     ]));
     const signIn = entries.find((entry) => entry.action === 'session.signed_in' && entry.actor.label === 'ada@acme.test')!;
     expect(signIn).toMatchObject({ actor: { kind: 'user' }, client: '127.0.0.1' });
@@ -199,6 +207,65 @@ describe.runIf(haveChromium)('single sign-on to the dashboard in Chromium', () =
     await page.getByRole('row').filter({ hasText: 'session.sign_in_failed' }).waitFor();
     expect(await page.getByRole('row').filter({ hasText: 'session.signed_in' }).count()).toBe(0);
   }, 60_000);
+});
+
+describe.runIf(haveChromium)('single sign-on limited to groups', () => {
+  let provider: TestOidcProvider;
+  let deployment: TestDeployment;
+  let browser: Browser;
+
+  beforeAll(async () => {
+    provider = await startOidcProvider();
+    deployment = await startDeployment('embedded', { openAiUrl: 'http://127.0.0.1:9', environment: provider.environment({ SWITCHBOARD_OIDC_ALLOWED_GROUPS: 'staff' }) });
+    browser = await launchChromium();
+  }, 60_000);
+  afterAll(async () => {
+    await browser?.close();
+    await deployment?.close();
+    await provider?.close();
+  }, 30_000);
+
+  it('lets members of an allowed group in, with the stored role when no group is mapped, and refuses the others', async () => {
+    const member = await openPerson(browser);
+    await signInWithSso(member.page, `${deployment.url()}/dashboard/`, provider.users.member!);
+    await member.page.getByRole('heading', { name: 'Sign-in refused' }).waitFor();
+    expect(await member.page.getByRole('alert').innerText()).toContain('membership of one of these groups is required: staff');
+
+    const staff = await openPerson(browser);
+    await signInWithSso(staff.page, `${deployment.url()}/dashboard/`, provider.users.viewer!);
+    await staff.page.getByRole('heading', { level: 1, name: 'API keys' }).waitFor();
+    await staff.page.locator('.badge.role.viewer').waitFor();
+    await member.context.close();
+    await staff.context.close();
+  }, 60_000);
+});
+
+describe('single sign-on settings', () => {
+  it('refuses to start on a wrong setting, saying which', async () => {
+    const cases: Array<[Record<string, string>, RegExp]> = [
+      [{ SWITCHBOARD_OIDC_ISSUER: 'https://login.example.com' }, /SWITCHBOARD_OIDC_CLIENT_ID/],
+      [{ SWITCHBOARD_OIDC_ISSUER: 'login.example.com', SWITCHBOARD_OIDC_CLIENT_ID: 'c' }, /SWITCHBOARD_OIDC_ISSUER must be an http\(s\) URL/],
+      [{ SWITCHBOARD_OIDC_ISSUER: 'https://login.example.com', SWITCHBOARD_OIDC_CLIENT_ID: 'c', SWITCHBOARD_OIDC_ROLE_MAP: 'sb-admins=root' }, /SWITCHBOARD_OIDC_ROLE_MAP/],
+      [{ SWITCHBOARD_DASHBOARD_TOKEN_SIGN_IN: 'off' }, /nobody could sign in/],
+      [{ SWITCHBOARD_DASHBOARD_TOKEN_SIGN_IN: 'maybe' }, /must be on or off/],
+    ];
+    for (const [environment, message] of cases) {
+      await expect(startDeployment('embedded', { openAiUrl: 'http://127.0.0.1:9', environment })).rejects.toThrow(message);
+    }
+  });
+
+  it('answers a clear page when the identity provider does not answer, and starts anyway', async () => {
+    const deployment = await startDeployment('embedded', { openAiUrl: 'http://127.0.0.1:9', environment: { SWITCHBOARD_OIDC_ISSUER: 'http://127.0.0.1:9/realms/down', SWITCHBOARD_OIDC_CLIENT_ID: 'switchboard' } });
+    try {
+      const start = await fetch(`${deployment.url()}/dashboard/auth/oidc/start`, { redirect: 'manual' });
+      expect(start.status).toBe(502);
+      expect(start.headers.get('content-type')).toMatch(/^text\/html/);
+      expect(start.headers.get('content-security-policy')).toContain("default-src 'none'");
+      expect(await start.text()).toContain('The identity provider did not answer');
+    } finally {
+      await deployment.close();
+    }
+  });
 });
 
 describe('admin-token sign-in turned off', () => {

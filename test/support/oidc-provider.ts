@@ -14,6 +14,8 @@ export interface TestUser {
   password: string;
   name: string;
   groups: string[];
+  /** The provider's email_verified claim (default true). */
+  emailVerified?: boolean;
 }
 
 export interface TestOidcProvider {
@@ -31,6 +33,7 @@ export const defaultTestUsers: Record<string, TestUser> = {
   member: { email: 'max@acme.test', password: 'max-password', name: 'Max Member', groups: ['sb-team'] },
   viewer: { email: 'vera@acme.test', password: 'vera-password', name: 'Vera Viewer', groups: ['staff'] },
   outsider: { email: 'olga@other.test', password: 'olga-password', name: 'Olga Outsider', groups: ['sb-admins'] },
+  unverified: { email: 'uma@acme.test', password: 'uma-password', name: 'Uma Unverified', groups: ['sb-admins', 'staff'], emailVerified: false },
 };
 
 const escape = (text: string) => text.replace(/[&<>"']/g, (char) => `&#${char.charCodeAt(0)};`);
@@ -73,7 +76,7 @@ export async function startOidcProvider(options: { users?: Record<string, TestUs
     findAccount: (_context: unknown, id: string) => {
       const user = byId.get(id);
       if (!user) return undefined;
-      return { accountId: id, claims: () => ({ sub: id, email: user.email, email_verified: true, name: user.name, groups: user.groups }) };
+      return { accountId: id, claims: () => ({ sub: id, email: user.email, email_verified: user.emailVerified ?? true, name: user.name, groups: user.groups }) };
     },
   });
   // Every gateway under test listens on its own free port: allow the callback path on any loopback port.
