@@ -70,6 +70,9 @@ export async function adminCall<T>(connection: Connection, method: string, path:
 
 /** What the user can do about the refusals that come from their own set-up rather than their input. */
 function advice(code: string, connection: Connection, response: Response): string {
+  if (code === 'invalid_admin_token' && connection.token.startsWith('sbat_')) {
+    return ` The admin token from ${connection.tokenSource} is unknown to ${connection.url}, revoked, or its user was removed; ask an admin for a new one (switchboard admin-tokens create).`;
+  }
   if (code === 'invalid_admin_token') return ` The token from ${connection.tokenSource} is not this gateway's (${connection.url}); set SWITCHBOARD_ADMIN_TOKEN to the gateway's admin token.`;
   if (code === 'too_many_attempts') {
     const seconds = response.headers.get('retry-after');

@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { openPostgresStore } from '../shared/store/postgres-store.js';
 import { openSqliteStore } from '../shared/store/sqlite-store.js';
+import type { AuditEntry } from '../shared/store/access-records.js';
 import type { LedgerEntry, Store } from '../shared/store/store.js';
 import { CliError } from './admin-client.js';
 import { parseCommandLine } from './arguments.js';
@@ -11,11 +12,13 @@ import { parseCommandLine } from './arguments.js';
 // so a deployment that outgrows one process keeps its keys. Idempotent: keys and projects are
 // written by id (replacing an earlier copy), ledger records only when their id is not there yet,
 // and the daily rollups are rebuilt from the ledger; running it twice gives the same result.
+// Users, admin tokens (their hashes) and the audit log move too, audit entries only when new.
 // Alert deliveries, refused-request counts, stored responses and dashboard sign-outs stay behind.
 
 export const migrateHelp = `Moving to PostgreSQL
   migrate --from DATA_DIR --to DATABASE_URL [--schema NAME]
-                        Copy keys, projects and the usage ledger from the embedded store
+                        Copy keys, projects, the usage ledger, users, admin tokens and the
+                        audit log from the embedded store
                         (DATA_DIR/switchboard.db) to PostgreSQL. Safe to run again. Schema:
                         --schema, else SWITCHBOARD_DATABASE_SCHEMA, else the default.`;
 
@@ -47,6 +50,20 @@ export interface MigrationReport {
   projects: number;
   ledgerRecords: number;
   ledgerWritten: number;
+  users: number;
+  adminTokens: number;
+  auditEntries: number;
+}
+
+/** Every audit entry, a page at a time (newest first). */
+async function* auditOf(store: Store): AsyncGenerator<AuditEntry[]> {
+  let before: string | undefined;
+  for (;;) {
+    const page = await store.queryAudit({ before, limit: 1000 });
+    if (page.length > 0) yield page;
+    if (page.length < 1000) return;
+    before = page[page.length - 1]!.id;
+  }
 }
 
 export async function migrateStore(source: Store, target: Store): Promise<MigrationReport> {
@@ -61,7 +78,16 @@ export async function migrateStore(source: Store, target: Store): Promise<Migrat
     ledgerWritten += await target.importLedger(page);
   }
   await target.rebuildUsageRollups();
-  return { keys: keys.length, projects: projects.length, ledgerRecords, ledgerWritten };
+  const users = await source.listUsers();
+  for (const user of users) await target.importUser(user);
+  const tokens = await source.exportAdminTokens();
+  for (const token of tokens) await target.importAdminToken(token);
+  let auditEntries = 0;
+  for await (const page of auditOf(source)) {
+    auditEntries += page.length;
+    await target.importAudit(page);
+  }
+  return { keys: keys.length, projects: projects.length, ledgerRecords, ledgerWritten, users: users.length, adminTokens: tokens.length, auditEntries };
 }
 
 export async function migrateCommand(args: string[], environment: NodeJS.ProcessEnv, io: { out: (text: string) => void }, help: string): Promise<void> {
@@ -78,7 +104,7 @@ export async function migrateCommand(args: string[], environment: NodeJS.Process
     });
     const report = await migrateStore(source, target);
     if (values.json) return io.out(JSON.stringify(report, null, 2));
-    io.out(`Migrated ${report.keys} keys, ${report.projects} projects and ${report.ledgerRecords} ledger records (${report.ledgerWritten} new) to PostgreSQL.\nStart the gateway with DATABASE_URL set to use it; running migrate again is safe.`);
+    io.out(`Migrated ${report.keys} keys, ${report.projects} projects, ${report.ledgerRecords} ledger records (${report.ledgerWritten} new), ${report.users} users, ${report.adminTokens} admin tokens and ${report.auditEntries} audit entries to PostgreSQL.\nStart the gateway with DATABASE_URL set to use it; running migrate again is safe.`);
   } finally {
     await source.close();
     await target?.close();

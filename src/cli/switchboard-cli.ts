@@ -3,6 +3,7 @@ import { numberOrNone, parseCommandLine, type Options } from './arguments.js';
 import { count, orDash, table, time, usd, type Column } from './format.js';
 import type { UsageRow } from '../shared/store/store.js';
 import { alertsCommand, governanceHelp, governanceRows, keyGovernanceBody, keyGovernanceOptions, projectsCommand, refusedCommand } from './governance-command.js';
+import { accessHelp, adminTokensCommand, auditCommand, usersCommand } from './access-command.js';
 import { migrateCommand, migrateHelp } from './migrate-command.js';
 import { requestsCommand, requestsHelp } from './requests-command.js';
 
@@ -33,6 +34,8 @@ ${requestsHelp}
 
 ${governanceHelp}
 
+${accessHelp}
+
 ${migrateHelp}
 
 Options
@@ -42,7 +45,8 @@ Options
 
 The admin token is found as the gateway finds it: SWITCHBOARD_ADMIN_TOKEN, else the admin-token
 file in the data folder (SWITCHBOARD_DATA_DIR, default ./data). Run the CLI with the gateway's
-environment or in its working folder.`;
+environment or in its working folder, or set SWITCHBOARD_ADMIN_TOKEN to a per-user admin token
+(sbat_...) to act with that user's role.`;
 
 interface Output {
   out: (text: string) => void;
@@ -272,6 +276,15 @@ export async function main(argv: string[], environment: NodeJS.ProcessEnv = proc
         break;
       case 'requests':
         await requestsCommand(rest, environment, io, HELP);
+        break;
+      case 'users':
+        await usersCommand(rest, environment, io, HELP);
+        break;
+      case 'admin-tokens':
+        await adminTokensCommand(rest, environment, io, HELP);
+        break;
+      case 'audit':
+        await auditCommand(rest, environment, io, HELP);
         break;
       case undefined:
       case 'help':

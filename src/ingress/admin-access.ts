@@ -1,5 +1,6 @@
 import type { HttpResponse } from 'uWebSockets.js';
 import type { Logger } from 'pino';
+import { withoutWebhookPaths } from '../shared/access/audit-changes.js';
 import { auditActor } from '../shared/access/principal-lookup.js';
 import type { Principal, Role } from '../shared/access/principal.js';
 import { GatewayError } from '../shared/errors.js';
@@ -12,7 +13,7 @@ import type { ReplyState } from './http-reply.js';
 // (/dashboard/api), runs through runAdminRoute(): the route declares the roles it admits and the
 // audit action it records; the action itself narrows a member to their projects (admin-access-scope.ts)
 // and returns what it changed. Denied changes are recorded too (outcome failure): the caller is
-// known, so the entry names who tried.
+// known, so the entry names who tried. A viewer's answers carry no webhook path (see the end).
 
 export const anyRole: readonly Role[] = ['admin', 'member', 'viewer'];
 /** Key changes: a member's are checked against their projects by the action. */
@@ -76,7 +77,9 @@ export async function runAdminRoute(route: AdminRoute, store: Store, logger: Log
     }
   };
   const denied = async (error: GatewayError): Promise<never> => {
-    if (route.audit) await record({ action: route.audit, targetType: null, targetId: call.parameter || null, outcome: 'failure', changes: { refused: { to: error.message } } });
+    // The path parameter is the caller's text, not yet checked: kept short and printable.
+    const target = call.parameter.replace(/[\u0000-\u001f\u007f]/g, '').slice(0, 200) || null;
+    if (route.audit) await record({ action: route.audit, targetType: null, targetId: target, outcome: 'failure', changes: { refused: { to: error.message } } });
     throw error;
   };
   if (!route.roles.includes(call.actor.role)) {
@@ -94,5 +97,6 @@ export async function runAdminRoute(route: AdminRoute, store: Store, logger: Log
   if (route.audit && details) {
     await record({ action: details.action ?? route.audit, targetType: details.targetType, targetId: details.targetId, changes: details.changes ?? null });
   }
-  return [status, body];
+  // Read-only users see alert webhooks by origin only: chat webhooks carry their credential in the path.
+  return [status, call.actor.role === 'viewer' ? withoutWebhookPaths(body) : body];
 }

@@ -133,13 +133,37 @@ export function accessStoreConformance(fresh: () => Promise<{ store: Store; raw:
       expect(await store.queryAudit({ before: 'aud_missing' })).toEqual([]);
     });
 
+    it('exports and imports users, tokens (with their hash) and audit entries idempotently, for migrate', async () => {
+      const { store: source } = await fresh();
+      const { store: target } = await fresh();
+      const kept = await source.createUser({ email: 'kept@example.com', role: 'member', projects: ['p1'] });
+      const gone = await source.upsertUserFromSignIn({ subject: 'iss|x', email: 'gone@example.com' });
+      const { secret } = await source.createAdminToken({ userId: kept.id, name: 'kept token' });
+      await source.removeUser(gone.id);
+      const entry = await source.appendAudit({ actorKind: 'root', actorId: 'root', actorLabel: 'admin token', client: '::1', action: 'user.created', targetId: kept.id, changes: { role: { to: 'member' } } });
+      const tokens = await source.exportAdminTokens();
+      expect(tokens).toEqual([expect.objectContaining({ name: 'kept token', secretHash: hashAdminToken(secret) })]);
+      for (let run = 0; run < 2; run += 1) {
+        for (const user of await source.listUsers()) await target.importUser(user);
+        for (const token of tokens) await target.importAdminToken(token);
+        expect(await target.importAudit(await source.queryAudit({}))).toBe(run === 0 ? 1 : 0);
+      }
+      expect(await target.listUsers()).toEqual(await source.listUsers());
+      expect(await target.exportAdminTokens()).toEqual(tokens);
+      expect(await target.findAdminTokenBySecretHash(hashAdminToken(secret))).toEqual(tokens.map(({ secretHash: _hash, ...token }) => token)[0]);
+      expect(await target.queryAudit({})).toEqual([entry]);
+    });
+
     it('refuses to change or delete audit entries, even through SQL', async () => {
       const { store, raw } = await fresh();
       const entry = await store.appendAudit({ actorKind: 'root', actorId: 'root', actorLabel: 'admin token', client: '::1', action: 'key.revoked', targetId: 'key_1' });
       await expect(raw(`UPDATE audit_log SET action = 'key.created' WHERE id = '${entry.id}'`)).rejects.toThrow(/append-only/);
       await expect(raw(`DELETE FROM audit_log WHERE id = '${entry.id}'`)).rejects.toThrow(/append-only/);
       expect(await store.queryAudit({})).toEqual([entry]);
-      expect(Object.keys(store).concat(Object.getOwnPropertyNames(Object.getPrototypeOf(store))).filter((name) => /audit/i.test(name)).sort()).toEqual(['appendAudit', 'queryAudit']);
+      expect(Object.keys(store).concat(Object.getOwnPropertyNames(Object.getPrototypeOf(store))).filter((name) => /audit/i.test(name)).sort()).toEqual(['appendAudit', 'importAudit', 'queryAudit']);
+      // The migration's import adds entries that are not there and leaves every existing one as it is.
+      expect(await store.importAudit([{ ...entry, action: 'key.created' }])).toBe(0);
+      expect(await store.queryAudit({})).toEqual([entry]);
     });
   });
 }

@@ -12,13 +12,21 @@ function redact(field: string, value: unknown): unknown {
   return value.map((alert: Record<string, unknown>) => ({ ...alert, webhook_url: webhookOrigin(alert.webhook_url) }));
 }
 
-function webhookOrigin(url: unknown): unknown {
+/** A webhook URL cut to its origin: `https://hooks.slack.com/…`. */
+export function webhookOrigin(url: unknown): unknown {
   if (typeof url !== 'string') return url;
   try {
     return `${new URL(url).origin}/…`;
   } catch {
     return '…';
   }
+}
+
+/** A copy of an admin answer with every webhook_url cut to its origin (what a viewer sees). */
+export function withoutWebhookPaths(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(withoutWebhookPaths);
+  if (value === null || typeof value !== 'object') return value;
+  return Object.fromEntries(Object.entries(value).map(([field, inner]) => [field, field === 'webhook_url' ? webhookOrigin(inner) : withoutWebhookPaths(inner)]));
 }
 
 /** Every field of a created record, as { field: { to } }. */

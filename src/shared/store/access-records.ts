@@ -49,6 +49,8 @@ export interface AdminTokenRecord {
   revokedAt: string | null;
 }
 
+export type StoredAdminToken = AdminTokenRecord & { secretHash: string };
+
 export type AuditOutcome = 'success' | 'failure';
 
 /** What changed, field by field; never a secret (key secrets, token secrets, hashes). */
@@ -123,6 +125,13 @@ export interface AccessStore {
   revokeAdminToken(id: string): Promise<AdminTokenRecord | null>;
   /** The token with this SHA-256 that is not revoked, or null. */
   findAdminTokenBySecretHash(hash: string): Promise<AdminTokenRecord | null>;
+  /** For `switchboard migrate`: every token with its hash (the hash never leaves the store otherwise). */
+  exportAdminTokens(): Promise<StoredAdminToken[]>;
+  /** For `switchboard migrate`: writes a user or token exactly as given, replacing one with the same id. */
+  importUser(user: UserRecord): Promise<void>;
+  importAdminToken(token: StoredAdminToken): Promise<void>;
+  /** For `switchboard migrate`: writes the entries not there yet (by id), never changing one; how many were new. */
+  importAudit(entries: AuditEntry[]): Promise<number>;
   /** Appends an entry; the log has no way to change or delete one. */
   appendAudit(entry: NewAuditEntry): Promise<AuditEntry>;
   /** Newest first. */

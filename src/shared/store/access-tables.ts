@@ -64,6 +64,8 @@ function isUniqueViolation(error: unknown): boolean {
   return e?.code === '23505' || e?.code === 'SQLITE_CONSTRAINT_UNIQUE' || (typeof e?.message === 'string' && e.message.includes('UNIQUE constraint failed'));
 }
 
+const upsertAll = (columns: string[]) => columns.filter((column) => column !== 'id').map((column) => `${column} = excluded.${column}`).join(', ');
+
 const USER_PATCH: Record<keyof UserPatch, string> = { email: 'email', name: 'name', role: 'role', projects: 'projects' };
 
 export function accessMethods(sql: SqlRunner): AccessStore {
@@ -173,6 +175,31 @@ export function accessMethods(sql: SqlRunner): AccessStore {
     async findAdminTokenBySecretHash(hash) {
       const [row] = await sql.all('SELECT * FROM admin_tokens WHERE secret_hash = ? AND revoked_at IS NULL', [hash]);
       return row ? rowToToken(row) : null;
+    },
+    async exportAdminTokens() {
+      return (await sql.all('SELECT * FROM admin_tokens ORDER BY created_at, id', [])).map((row) => ({ ...rowToToken(row), secretHash: row.secret_hash as string }));
+    },
+    async importUser(u) {
+      const columns = ['id', 'email', 'name', 'role', 'projects', 'subject', 'created_at', 'removed_at', 'sessions_valid_after'];
+      await sql.run(`INSERT INTO users (${columns.join(', ')}) VALUES (${columns.map(() => '?').join(', ')}) ON CONFLICT (id) DO UPDATE SET ${upsertAll(columns)}`, [
+        u.id, u.email, u.name, u.role, jsonColumn(u.projects), u.subject, u.createdAt, u.removedAt, u.sessionsValidAfter,
+      ]);
+    },
+    async importAdminToken(t) {
+      const columns = ['id', 'user_id', 'name', 'secret_hash', 'hint', 'created_at', 'revoked_at'];
+      await sql.run(`INSERT INTO admin_tokens (${columns.join(', ')}) VALUES (${columns.map(() => '?').join(', ')}) ON CONFLICT (id) DO UPDATE SET ${upsertAll(columns)}`, [
+        t.id, t.userId, t.name, t.secretHash, t.hint, t.createdAt, t.revokedAt,
+      ]);
+    },
+    async importAudit(entries) {
+      let written = 0;
+      for (const e of entries) {
+        written += await sql.run(
+          'INSERT INTO audit_log (id, at, actor_kind, actor_id, actor_label, action, target_type, target_id, client, changes, outcome) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING',
+          [e.id, e.at, e.actorKind, e.actorId, e.actorLabel, e.action, e.targetType, e.targetId, e.client, jsonColumn(e.changes), e.outcome],
+        );
+      }
+      return written;
     },
     async appendAudit(entry: NewAuditEntry) {
       const record: AuditEntry = {
