@@ -201,6 +201,11 @@ describe.runIf(haveChromium)('single sign-on to the dashboard in Chromium', () =
     await page.getByRole('row').filter({ hasText: 'session.sign_in_failed' }).first().waitFor();
     await page.screenshot({ path: join(screenshots, 'audit.png'), fullPage: true });
 
+    // On a phone the log becomes one card per entry, with nothing wider than the screen.
+    await page.setViewportSize({ width: 390, height: 844 });
+    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
+    await page.setViewportSize({ width: 1280, height: 800 });
+
     // The filters go to the server: only failures of sign-in remain.
     await page.getByLabel('Who').fill('olga@other.test');
     await page.getByRole('button', { name: 'Filter' }).click();
