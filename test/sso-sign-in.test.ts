@@ -195,6 +195,21 @@ describe.runIf(haveChromium)('single sign-on to the dashboard in Chromium', () =
     expect(stored).toMatchObject({ role: 'member', projects: [expect.stringMatching(/./)] });
     await page.screenshot({ path: join(screenshots, 'users.png'), fullPage: true });
 
+    // An admin token for Vera: the admin API with her role, until it is revoked.
+    await page.getByRole('button', { name: 'Admin tokens of vera@acme.test' }).click();
+    const tokens = page.getByRole('dialog');
+    await tokens.getByLabel('New token name').fill('ci deploys');
+    await tokens.getByRole('button', { name: 'Create token' }).click();
+    const token = await tokens.getByLabel('Admin token “ci deploys”').inputValue();
+    expect(token).toMatch(/^sbat_/);
+    await page.screenshot({ path: join(screenshots, 'admin-token.png') });
+    const me = (secret: string) => fetch(`${deployment.url()}/admin/v1/me`, { headers: { authorization: `Bearer ${secret}` } });
+    expect(await (await me(token)).json()).toMatchObject({ kind: 'token', role: 'member', label: 'ci deploys' });
+    await tokens.getByRole('button', { name: 'Revoke admin token ci deploys' }).click();
+    await tokens.getByText('No active tokens.').waitFor();
+    expect((await me(token)).status).toBe(401);
+    await tokens.getByRole('button', { name: 'Done' }).click();
+
     await page.getByRole('link', { name: 'Audit log' }).click();
     await page.getByRole('heading', { level: 1, name: 'Audit log' }).waitFor();
     await page.getByRole('row').filter({ hasText: 'user.updated' }).filter({ hasText: 'viewer' }).filter({ hasText: 'member' }).waitFor();

@@ -136,7 +136,7 @@ export function KeyFormDialog({ existing, onSubmit, onClose, projectChoices }) {
     <//>`;
 }
 
-async function copyText(text, input) {
+export async function copyText(text, input) {
   try {
     await navigator.clipboard.writeText(text);
     return true;

@@ -1,6 +1,7 @@
 // Users (admins change them, viewers read them): who may use the dashboard and the admin API, with which role and projects.
 // Removing a user ends their dashboard sessions on every ingress at once and revokes their admin tokens.
 import { useCallback, useEffect, useState } from '../vendor/hooks.js';
+import { AdminTokensDialog } from './admin-tokens.js';
 import { api } from './api.js';
 import { date } from './format.js';
 import { html } from './html.js';
@@ -140,9 +141,10 @@ export function UsersPage({ notify, me }) {
                   <td data-label="Added">${date(user.created_at)}</td>
                   <td data-label="Status">${user.removed_at ? html`<span class="badge revoked">Removed ${date(user.removed_at)}</span>` : html`<span class="badge active">Active</span>`}</td>
                   <td class="actions-cell">
-                    ${admin && !user.removed_at && html`<div class="row-actions">
-                      <button type="button" onClick=${() => setDialog({ kind: 'edit', user })} aria-label=${`Edit ${user.email}`}>Edit</button>
-                      ${user.id !== me.id && html`<button type="button" class="danger-text" onClick=${() => setDialog({ kind: 'remove', user })} aria-label=${`Remove ${user.email}`}>Remove</button>`}
+                    ${!user.removed_at && html`<div class="row-actions">
+                      <button type="button" onClick=${() => setDialog({ kind: 'tokens', user })} aria-label=${`Admin tokens of ${user.email}`}>Tokens</button>
+                      ${admin && html`<button type="button" onClick=${() => setDialog({ kind: 'edit', user })} aria-label=${`Edit ${user.email}`}>Edit</button>`}
+                      ${admin && user.id !== me.id && html`<button type="button" class="danger-text" onClick=${() => setDialog({ kind: 'remove', user })} aria-label=${`Remove ${user.email}`}>Remove</button>`}
                     </div>`}
                   </td>
                 </tr>`)}
@@ -150,5 +152,6 @@ export function UsersPage({ notify, me }) {
           </table>
         <//>`}
     ${dialog?.kind === 'edit' && html`<${UserDialog} existing=${dialog.user} projects=${projects} onSubmit=${save} onClose=${close} />`}
+    ${dialog?.kind === 'tokens' && html`<${AdminTokensDialog} user=${dialog.user} canChange=${admin} onClose=${close} />`}
     ${dialog?.kind === 'remove' && html`<${RemoveDialog} user=${dialog.user} onConfirm=${() => remove(dialog.user)} onClose=${close} />`}`;
 }
