@@ -87,6 +87,8 @@ export class OidcSignIn {
     try {
       tokens = await client.authorizationCodeGrant(configuration, current, { pkceCodeVerifier: flow.v, expectedState: flow.state, expectedNonce: flow.nonce, idTokenExpected: true });
     } catch (failure) {
+      // The provider out of reach is not a refusal (the caller answers 502); a wrong answer is.
+      if (failure instanceof TypeError && /fetch failed/i.test(failure.message)) throw failure;
       throw new SignInRefused('provider_response_invalid', `The identity provider's answer could not be verified (${(failure as Error).message}). Start the sign-in again.`);
     }
     const idClaims = tokens.claims();
@@ -96,7 +98,8 @@ export class OidcSignIn {
     const wanted = ['email', ...(this.settings.roleMap.length > 0 || this.settings.allowedGroups.length > 0 ? [this.settings.groupsClaim] : [])];
     if (wanted.some((name) => claims[name] === undefined) && configuration.serverMetadata().userinfo_endpoint && tokens.access_token) {
       const info = await client.fetchUserInfo(configuration, tokens.access_token, idClaims.sub);
-      claims = { ...info, ...claims, ...Object.fromEntries(wanted.filter((name) => claims[name] === undefined && info[name] !== undefined).map((name) => [name, info[name]])) };
+      // The ID token's claims win; UserInfo fills in what it left out (its subject is checked to match).
+      claims = { ...info, ...claims };
     }
     return { ...admitClaims(this.settings, claims), subject: `${idClaims.iss}|${idClaims.sub}` };
   }
