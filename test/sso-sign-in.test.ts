@@ -323,5 +323,17 @@ describe('admin-token sign-in turned off', () => {
     expect(forged.status).toBe(403);
     expect(forged.headers.get('set-cookie') ?? '').not.toContain('sb_dashboard=');
     expect(await forged.text()).toContain('Start it again');
+
+    // With this browser's flow cookie: a made-up code, or the state of another flow, signs nobody in either.
+    const flowCookie = start.headers.get('set-cookie')!.split(';')[0]!;
+    const state = location.searchParams.get('state')!;
+    for (const query of [`code=made-up&state=${state}&iss=${encodeURIComponent(provider.issuer)}`, `code=made-up&state=not-${state}&iss=${encodeURIComponent(provider.issuer)}`]) {
+      const refused = await fetch(`${base}/dashboard/auth/oidc/callback?${query}`, { redirect: 'manual', headers: { cookie: flowCookie } });
+      expect(refused.status).toBe(403);
+      expect(refused.headers.get('set-cookie') ?? '').not.toContain('sb_dashboard=');
+      expect(await refused.text()).toContain('could not be verified');
+    }
+    const failures = (await adminRequest(deployment, 'GET', '/admin/v1/audit?action=session.sign_in_failed')).body.data as Array<{ changes: { reason?: { to: string } } }>;
+    expect(failures.map((entry) => entry.changes.reason?.to)).toEqual(['provider_response_invalid', 'provider_response_invalid']);
   });
 });
