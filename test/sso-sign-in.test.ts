@@ -151,7 +151,7 @@ describe.runIf(haveChromium)('single sign-on to the dashboard in Chromium', () =
     await createKey(deployment, { name: 'team key', project_id: mine.id });
     await createKey(deployment, { name: 'foreign key', project_id: theirs.id });
     // The first sign-in makes Max a member (group sb-team); an admin then gives him his project.
-    const { page } = await person();
+    const { page, problems } = await person();
     await signInWithSso(page, dashboard, provider.users.member!);
     await page.locator('.badge.role.member').waitFor();
     const max = (await adminRequest(deployment, 'GET', '/admin/v1/users')).body.data.find((user: { email: string }) => user.email === 'max@acme.test');
@@ -173,6 +173,14 @@ describe.runIf(haveChromium)('single sign-on to the dashboard in Chromium', () =
     await row('made by max').waitFor();
     const made = (await adminRequest(deployment, 'GET', '/admin/v1/keys')).body.data.find((key: { name: string }) => key.name === 'made by max');
     expect(made.project_id).toBe(mine.id);
+
+    // Every page of the navigation works for a member: nothing it asks for is refused.
+    for (const name of ['Projects', 'Models', 'Usage', 'Health']) {
+      await page.getByRole('link', { name }).click();
+      await page.getByRole('heading', { level: 1, name }).waitFor();
+      await page.waitForLoadState('networkidle');
+    }
+    expect(problems).toEqual([]);
 
     const outside = await callFromPage(page, 'POST', '/keys', { name: 'outside my projects', project_id: theirs.id }, await csrfTokenOf(page));
     expect(outside.status).toBe(403);
