@@ -1,5 +1,6 @@
 import type { TemplatedApp } from 'uWebSockets.js';
 import type { Logger } from 'pino';
+import { SubjectConflictError } from '../../shared/store/access-records.js';
 import type { Store } from '../../shared/store/store.js';
 import type { IngressContext } from '../server.js';
 import { dashboardRouteOptions, snapshot } from './dashboard-http.js';
@@ -48,7 +49,7 @@ export function registerOidcRoutes(app: TemplatedApp, services: OidcRouteService
       try {
         user = await store.upsertUserFromSignIn({ subject: identity.subject, email: identity.email, name: identity.name, role: identity.role });
       } catch (error) {
-        if ((error as Error).name === 'SubjectConflictError') {
+        if (error instanceof SubjectConflictError) {
           throw new SignInRefused('subject_conflict', `The dashboard user ${identity.email} is linked to another account at the identity provider; an administrator must remove that user first.`, identity.email);
         }
         throw error;
