@@ -341,7 +341,23 @@ describe('admin-token sign-in turned off', () => {
       expect(refused.headers.get('set-cookie') ?? '').not.toContain('sb_dashboard=');
       expect(await refused.text()).toContain('could not be verified');
     }
-    const failures = (await adminRequest(deployment, 'GET', '/admin/v1/audit?action=session.sign_in_failed')).body.data as Array<{ changes: { reason?: { to: string } } }>;
-    expect(failures.map((entry) => entry.changes.reason?.to)).toEqual(['provider_response_invalid', 'provider_response_invalid']);
+    const failures = async () => ((await adminRequest(deployment, 'GET', '/admin/v1/audit?action=session.sign_in_failed')).body.data as Array<{ changes: { reason?: { to: string } } }>).map((entry) => entry.changes.reason?.to);
+    expect(await failures()).toEqual(['provider_response_invalid', 'provider_response_invalid']);
+
+    // Replaying made-up codes backs off (two failures are free, then the wait doubles), and a
+    // refusal for waiting writes nothing to the audit log.
+    let waited: Response | undefined;
+    let refusedAgain = 0;
+    for (let attempt = 0; attempt < 6 && !waited; attempt += 1) {
+      const response = await fetch(`${base}/dashboard/auth/oidc/callback?code=made-up-${attempt}&state=${state}`, { redirect: 'manual', headers: { cookie: flowCookie } });
+      if (response.status === 429) waited = response;
+      else {
+        expect(response.status).toBe(403);
+        refusedAgain += 1;
+      }
+    }
+    expect(waited).toBeDefined();
+    expect(await waited!.text()).toMatch(/Too many failed sign-ins from this address; try again in \d+ s\./);
+    expect(await failures()).toEqual(Array(2 + refusedAgain).fill('provider_response_invalid'));
   });
 });

@@ -7,11 +7,14 @@ import { dashboardRouteOptions, snapshot } from './dashboard-http.js';
 import { callbackPath, flowCookieName, OidcSignIn, SignInRefused } from './oidc-sign-in.js';
 import { readCookie, sessionCookie, type SessionSigner } from './session.js';
 import { replyRedirectWithCookies, replySignInPage } from './sign-in-replies.js';
+import { SignInThrottle } from './sign-in-throttle.js';
 
 // The browser's way through single sign-on: /dashboard/auth/oidc/start sends it to the identity
 // provider, the provider sends it back to /dashboard/auth/oidc/callback, which signs the user in
 // (creating or linking the user in the store) and returns to the dashboard with a session cookie.
 // Every outcome is in the audit log: session.signed_in, or session.sign_in_failed with the reason.
+// Failures back off per client address like wrong admin tokens do (two free, then 1 s, 2 s, ...),
+// so nobody can fill the audit log by replaying made-up codes.
 
 export interface OidcRouteServices {
   context: IngressContext;
@@ -24,6 +27,7 @@ export interface OidcRouteServices {
 export function registerOidcRoutes(app: TemplatedApp, services: OidcRouteServices): void {
   const { context, oidc, signer, store, logger } = services;
   const options = dashboardRouteOptions(0, false);
+  const throttle = new SignInThrottle();
 
   app.get('/dashboard/auth/oidc/start', context.route('dashboard oidc start', options, async (call) => {
     const { res, state } = call;
@@ -41,6 +45,8 @@ export function registerOidcRoutes(app: TemplatedApp, services: OidcRouteService
     const { res, state } = call;
     const request = snapshot(call);
     const clearFlow = oidc.clearCookie(request.secure);
+    const wait = Math.ceil(throttle.waitMs(request.client) / 1000);
+    if (wait > 0) return replySignInPage(res, state, 429, 'Too many failed sign-ins', `Too many failed sign-ins from this address; try again in ${wait} s.`, [clearFlow]);
     let email: string | undefined;
     try {
       const identity = await oidc.finish(request.query, readCookie(request.cookie, flowCookieName));
@@ -60,6 +66,7 @@ export function registerOidcRoutes(app: TemplatedApp, services: OidcRouteService
         actorKind: 'user', actorId: user.id, actorLabel: user.email, action: 'session.signed_in', targetType: 'user', targetId: user.id,
         client: request.client, changes: { method: { to: 'oidc' }, role: { to: user.role } },
       });
+      throttle.succeeded(request.client);
       logger.info({ client: request.client, userId: user.id }, 'dashboard sign-in (single sign-on)');
       replyRedirectWithCookies(res, state, '/dashboard/', [sessionCookie(issued.cookieValue, signer.ttlMs / 1000, request.secure), clearFlow]);
     } catch (error) {
@@ -69,6 +76,7 @@ export function registerOidcRoutes(app: TemplatedApp, services: OidcRouteService
       }
       // A callback without a flow of ours is no attempt by anyone we could name (a stale tab, a
       // forged link): it is logged, not written to the audit log, which strangers cannot fill.
+      if (error.code !== 'sign_in_expired') throttle.failed(request.client);
       if (error.code !== 'sign_in_expired') await store.appendAudit({
         actorKind: 'anonymous', actorId: '', actorLabel: error.email ?? email ?? '', action: 'session.sign_in_failed', targetType: null, targetId: null,
         client: request.client, changes: { method: { to: 'oidc' }, reason: { to: error.code } }, outcome: 'failure',
