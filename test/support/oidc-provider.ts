@@ -53,14 +53,19 @@ function reply(response: ServerResponse, status: number, html: string): void {
   response.end(html);
 }
 
-export async function startOidcProvider(options: { users?: Record<string, TestUser> } = {}): Promise<TestOidcProvider> {
+/**
+ * `localhost` as the issuer's host (the default) puts the provider on another site than the
+ * gateway at 127.0.0.1, so the browser treats the redirects between them as cross-site, as it
+ * would with a real provider; the SameSite rules of the gateway's cookies are tested that way.
+ */
+export async function startOidcProvider(options: { users?: Record<string, TestUser>; host?: 'localhost' | '127.0.0.1' } = {}): Promise<TestOidcProvider> {
   const users = options.users ?? defaultTestUsers;
   const byId = new Map(Object.values(users).map((user) => [`id-${user.email}`, user]));
   const clientId = 'switchboard-dashboard';
   const clientSecret = randomBytes(24).toString('base64url');
   const server: Server = createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const issuer = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const issuer = `http://${options.host ?? 'localhost'}:${(server.address() as AddressInfo).port}`;
   const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
 
   const provider = new Provider(issuer, {
