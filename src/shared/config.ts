@@ -1,5 +1,6 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
+import { isRole, type Role } from './access/principal.js';
 import { adminTokenPath, assertStrongAdminToken, dataDirectory, findAdminToken } from './admin-token.js';
 
 export interface GatewayConfig {
@@ -88,8 +89,6 @@ export function resolveAdminToken(config: GatewayConfig, environment: NodeJS.Pro
   return { token, generated: true, path };
 }
 
-export type SignInRole = 'admin' | 'member' | 'viewer';
-
 /** OpenID Connect sign-in for the dashboard (SWITCHBOARD_OIDC_*). */
 export interface OidcSettings {
   issuer: URL;
@@ -104,7 +103,7 @@ export interface OidcSettings {
   allowedGroups: string[];
   groupsClaim: string;
   /** Group name to role, from SWITCHBOARD_OIDC_ROLE_MAP ("sb-admins=admin,sb-team=member"). */
-  roleMap: Array<{ group: string; role: SignInRole }>;
+  roleMap: Array<{ group: string; role: Role }>;
   /** The text of the sign-in button. */
   label: string;
 }
@@ -129,14 +128,12 @@ function url(name: string, raw: string): URL {
   throw new Error(`${name} must be an http(s) URL, got '${raw}'.`);
 }
 
-const roles: readonly SignInRole[] = ['admin', 'member', 'viewer'];
-
 function roleMap(raw: string | undefined): OidcSettings['roleMap'] {
   return list(raw).map((entry) => {
     const separator = entry.lastIndexOf('=');
     const group = entry.slice(0, separator).trim();
-    const role = entry.slice(separator + 1).trim() as SignInRole;
-    if (separator <= 0 || group === '' || !roles.includes(role)) {
+    const role = entry.slice(separator + 1).trim();
+    if (separator <= 0 || group === '' || !isRole(role)) {
       throw new Error(`SWITCHBOARD_OIDC_ROLE_MAP entries are group=role with role admin, member or viewer; got '${entry}'.`);
     }
     return { group, role };

@@ -1,4 +1,5 @@
-import type { OidcSettings, SignInRole } from '../../shared/config.js';
+import type { Role } from '../../shared/access/principal.js';
+import type { OidcSettings } from '../../shared/config.js';
 
 // Who may sign in, and with which role, from the claims the identity provider vouched for:
 // a verified email in an allowed domain, membership of an allowed group when groups are required,
@@ -15,11 +16,11 @@ export interface AdmittedIdentity {
   email: string;
   name: string;
   /** From the groups claim mapping; undefined when no mapped group matched. */
-  role?: SignInRole;
+  role?: Role;
   groups: string[];
 }
 
-const strength: Record<SignInRole, number> = { admin: 3, member: 2, viewer: 1 };
+const strength: Record<Role, number> = { admin: 3, member: 2, viewer: 1 };
 
 function groupsOf(value: unknown): string[] {
   if (Array.isArray(value)) return value.filter((item): item is string => typeof item === 'string');
@@ -41,7 +42,7 @@ export function admitClaims(settings: OidcSettings, claims: Record<string, unkno
   if (settings.allowedGroups.length > 0 && !groups.some((group) => settings.allowedGroups.includes(group))) {
     throw new SignInRefused('group_not_allowed', `${email} may not sign in to this dashboard: membership of one of these groups is required: ${settings.allowedGroups.join(', ')}.`, email);
   }
-  let role: SignInRole | undefined;
+  let role: Role | undefined;
   for (const { group, role: mapped } of settings.roleMap) {
     if (groups.includes(group) && (!role || strength[mapped] > strength[role])) role = mapped;
   }
