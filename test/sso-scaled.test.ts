@@ -63,12 +63,36 @@ describe.runIf(haveChromium && scaledOutAvailable)('single sign-on across two in
     await admin.page.getByText('ada@acme.test').waitFor();
 
     await admin.page.goto(`${first}/dashboard/`);
-    await admin.page.getByRole('button', { name: 'Sign out' }).click();
+    await admin.page.getByRole('button', { name: 'Sign out', exact: true }).click();
     await admin.page.getByText('You are signed out.').waitFor();
     const refused = await keysWith(second, cookie);
     expect(refused.status).toBe(401);
     expect(((await refused.json()) as { error: { code: string } }).error.code).toBe('session_required');
     expect((await keysWith(first, cookie)).status).toBe(401);
+  }, 90_000);
+
+  it('signs a user out everywhere: every browser, on both ingresses', async () => {
+    const laptop = await signedIn('admin');
+    const phone = await signedIn('admin');
+    const [laptopCookie, phoneCookie] = [await sessionCookie(laptop), await sessionCookie(phone)];
+    expect(laptopCookie).not.toBe(phoneCookie);
+    expect((await keysWith(second, phoneCookie)).status).toBe(200);
+
+    await laptop.page.getByRole('button', { name: 'Sign out everywhere' }).click();
+    await laptop.page.getByText('You are signed out everywhere.').waitFor();
+    for (const base of [first, second]) {
+      expect((await keysWith(base, laptopCookie)).status).toBe(401);
+      expect((await keysWith(base, phoneCookie)).status).toBe(401);
+    }
+    await phone.page.getByRole('link', { name: 'Projects' }).click();
+    await phone.page.getByText('Your session has ended. Sign in again to continue.').waitFor();
+
+    // A new sign-in afterwards works as usual.
+    await phone.page.getByRole('link', { name: 'Sign in with single sign-on' }).click();
+    await phone.page.getByRole('heading', { level: 1, name: 'API keys' }).waitFor();
+    expect((await keysWith(second, await sessionCookie(phone))).status).toBe(200);
+    const entries = (await adminRequest(deployment, 'GET', '/admin/v1/audit?action=session.signed_out')).body.data as Array<{ actor: { label: string }; changes: { everywhere?: { to: boolean } } | null }>;
+    expect(entries.some((entry) => entry.actor.label === 'ada@acme.test' && entry.changes?.everywhere?.to === true)).toBe(true);
   }, 90_000);
 
   it('removing a user ends their sessions on both ingresses, and the open page returns to sign-in', async () => {

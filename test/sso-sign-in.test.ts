@@ -75,7 +75,7 @@ describe.runIf(haveChromium)('single sign-on to the dashboard in Chromium', () =
     await page.getByRole('dialog').getByRole('button', { name: 'I have stored the key' }).click();
     await page.getByRole('row').filter({ hasText: 'made through single sign-on' }).waitFor();
 
-    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByRole('button', { name: 'Sign out', exact: true }).click();
     await page.getByText('You are signed out.').waitFor();
     expect(problems.filter((text) => !/\b40[13]\b/.test(text))).toEqual([]);
   }, 60_000);

@@ -2,7 +2,7 @@
 // between the pages (hash routes; what a role cannot use is not shown), sign-out.
 import { render } from '../vendor/preact.js';
 import { useEffect, useRef, useState } from '../vendor/hooks.js';
-import { ApiError, currentSession, signIn, signInMethods, signOut, whenSessionEnds } from './api.js';
+import { ApiError, currentSession, signIn, signInMethods, signOut, signOutEverywhere, whenSessionEnds } from './api.js';
 import { AuditPage } from './audit.js';
 import { html } from './html.js';
 import { KeysPage } from './keys.js';
@@ -82,7 +82,7 @@ function SignIn({ onSignedIn, notice, methods }) {
     </main>`;
 }
 
-function Shell({ session, onSignOut }) {
+function Shell({ session, onSignOut, onSignOutEverywhere }) {
   const me = session.principal;
   const [route, setRoute] = useState(routeFromHash(me));
   // The whole hash keys the page: #/request?id=a to #/request?id=b is another request.
@@ -121,9 +121,10 @@ function Shell({ session, onSignOut }) {
             <li><a href=${`#/${name}`} aria-current=${route === name ? 'page' : undefined}>${page.title}</a></li>`)}
         </ul>
       </nav>
-      <div class="session">
-        <span class="who"><span class="who-label">${me.label}</span> <span class=${`badge role ${me.role}`}>${roleNames[me.role]}</span></span>
+      <div class=${me.kind === 'user' ? 'session with-everywhere' : 'session'}>
+        <span class="who" title=${`${me.label}, session until ${sessionTime.format(new Date(session.expires_at))}`}><span class="who-label">${me.label}</span> <span class=${`badge role ${me.role}`}>${roleNames[me.role]}</span></span>
         <span class="muted session-expiry">Session until ${sessionTime.format(new Date(session.expires_at))}</span>
+        ${me.kind === 'user' && html`<button type="button" class="quiet" onClick=${onSignOutEverywhere} title="End your sessions in every browser, on every gateway instance">Sign out everywhere</button>`}
         <button type="button" onClick=${onSignOut}>Sign out</button>
       </div>
     </header>
@@ -151,20 +152,20 @@ function App() {
     }, (error) => setFailure(error.message));
   }, []);
 
-  async function leave() {
+  async function leave(everywhere) {
     try {
-      await signOut();
+      await (everywhere ? signOutEverywhere() : signOut());
     } catch {
       // Signed out either way: the cookie is gone or the session had already ended.
     }
-    setNotice('You are signed out.');
+    setNotice(everywhere ? 'You are signed out everywhere.' : 'You are signed out.');
     setSession(null);
   }
 
   if (failure) return html`<main class="sign-in" id="main"><div class="card"><h1>Dashboard unavailable</h1><p role="alert">${failure}</p></div></main>`;
   if (session === undefined) return html`<p class="boot" role="status">Loading…</p>`;
   if (!session) return html`<${SignIn} notice=${notice} methods=${methods} onSignedIn=${(next) => { setNotice(''); setSession(next); }} />`;
-  return html`<${Shell} session=${session} onSignOut=${leave} />`;
+  return html`<${Shell} session=${session} onSignOut=${() => leave(false)} onSignOutEverywhere=${() => leave(true)} />`;
 }
 
 const root = document.getElementById('app');

@@ -134,6 +134,14 @@ export function registerDashboardRoutes(app: TemplatedApp, services: DashboardSe
     return [200, { signed_in: false }, [['set-cookie', sessionCookie('', 0, request.secure)]]];
   });
 
+  // Sign out everywhere: every session of this user, on every ingress (a lost laptop, a shared machine).
+  api('del', '/dashboard/api/sessions', 'change', false, async ({ request, principal }) => {
+    if (principal!.kind !== 'user') throw new DashboardError(400, 'not_a_user', 'Sessions of the admin token all end when the admin token changes; sign out here with DELETE /dashboard/api/session.');
+    await store.endUserSessions(principal!.id);
+    await store.appendAudit({ ...auditActor(principal!), action: 'session.signed_out', targetType: 'user', targetId: principal!.id, client: request.client, changes: { everywhere: { to: true } } });
+    return [200, { signed_in: false }, [['set-cookie', sessionCookie('', 0, request.secure)]]];
+  });
+
   api('get', '/dashboard/api/models', 'read', false, async () => [200, services.modelsBody]);
   // Cool-downs as this process's workers see them (the embedded default: all of them; scaled out: none, see Prometheus).
   api('get', '/dashboard/api/deployments', 'read', false, async () => [200, { object: 'list', in_process_workers: hasInProcessWorkers(), data: [...deploymentStates()].map(([id, cooling]) => ({ id, cooling })) }]);
