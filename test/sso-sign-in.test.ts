@@ -124,6 +124,23 @@ describe.runIf(haveChromium)('single sign-on to the dashboard in Chromium', () =
     expect(await page.getByRole('alert').innerText()).toContain('uma@acme.test is not verified');
   }, 60_000);
 
+  it('keeps the admin-token sign-in beside single sign-on, as root, whose sessions end only one by one', async () => {
+    const base = deployment.url();
+    const signedIn = await fetch(`${base}/dashboard/api/session`, { method: 'POST', headers: { origin: base, 'content-type': 'application/json' }, body: JSON.stringify({ token: testAdminToken }) });
+    expect(signedIn.status).toBe(200);
+    const body = (await signedIn.json()) as { csrf_token: string; principal: { kind: string; role: string } };
+    expect(body.principal).toMatchObject({ kind: 'root', role: 'admin' });
+    const cookie = signedIn.headers.get('set-cookie')!.split(';')[0]!;
+    const everywhere = await fetch(`${base}/dashboard/api/sessions`, { method: 'DELETE', headers: { origin: base, cookie, 'x-csrf-token': body.csrf_token } });
+    expect(everywhere.status).toBe(400);
+    expect(((await everywhere.json()) as { error: { code: string } }).error.code).toBe('not_a_user');
+    const signedOut = await fetch(`${base}/dashboard/api/session`, { method: 'DELETE', headers: { origin: base, cookie, 'x-csrf-token': body.csrf_token } });
+    expect(signedOut.status).toBe(200);
+    const entries = (await adminRequest(deployment, 'GET', '/admin/v1/audit?actor=root&action=session')).body.data as Array<{ action: string; changes: Record<string, { to: unknown }> | null }>;
+    expect(entries.map((entry) => entry.action)).toEqual(['session.signed_out', 'session.signed_in']);
+    expect(entries[1]!.changes).toEqual({ method: { to: 'admin_token' } });
+  });
+
   it('records sign-ins, failed sign-ins and sign-outs in the audit log with the right actor and address', async () => {
     const { body } = await adminRequest(deployment, 'GET', '/admin/v1/audit?action=session&limit=100');
     const entries = body.data as Array<{ action: string; actor: { kind: string; label: string; id: string }; client: string; outcome: string }>;
