@@ -1,5 +1,5 @@
 import { loadCatalog } from '../shared/catalog/catalog-loader.js';
-import { readConfig, resolveAdminToken, readDashboardSignIn } from '../shared/config.js';
+import { readConfig, resolveAdminToken, readDashboardSignIn, signInDescription } from '../shared/config.js';
 import { openRedisCounters, openStore, readScaleOutSettings, requireScaleOutServices } from '../shared/deployment.js';
 import { listenAddress } from '../shared/listen-address.js';
 import { createLogger } from '../shared/logger.js';
@@ -73,7 +73,7 @@ async function main(): Promise<void> {
   const dashboardOwnPort = await dashboard.listen();
   const address = listenAddress(config.host, ingress.port);
   process.stdout.write(`Switchboard ingress ${transport.ingressId} listening on ${address.describe} (uWebSockets.js build ${ingress.build})\n`);
-  process.stdout.write(`Dashboard: ${listenAddress(config.host, dashboardOwnPort ?? ingress.port).local}/dashboard/ (sign in with ${signIn.oidc ? (signIn.tokenSignIn ? 'single sign-on or the admin token' : 'single sign-on') : 'the admin token'})\n`);
+  process.stdout.write(`Dashboard: ${listenAddress(config.host, dashboardOwnPort ?? ingress.port).local}/dashboard/ (sign in with ${signInDescription(signIn)})\n`);
 
   exitOnShutdownSignal(logger, 'ingress', async (signal) => {
     logger.info({ signal }, 'ingress draining');

@@ -169,3 +169,9 @@ export function readDashboardSignIn(environment: NodeJS.ProcessEnv = process.env
     },
   };
 }
+
+/** How the start-up line names the dashboard's sign-ins. */
+export function signInDescription(settings: DashboardSignInSettings): string {
+  if (!settings.oidc) return 'the admin token';
+  return settings.tokenSignIn ? 'single sign-on or the admin token' : 'single sign-on';
+}
