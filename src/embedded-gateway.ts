@@ -4,7 +4,7 @@ import { Dashboard, dashboardPort } from './ingress/dashboard/dashboard.js';
 import { startIngress, type IngressContext, type RunningIngress } from './ingress/server.js';
 import { loadCatalog } from './shared/catalog/catalog-loader.js';
 import type { Catalog } from './shared/catalog/catalog-types.js';
-import { readConfig, resolveAdminToken, type GatewayConfig } from './shared/config.js';
+import { readConfig, resolveAdminToken, type GatewayConfig, readDashboardSignIn } from './shared/config.js';
 import { openJoinedParts, openStore, readScaleOutSettings } from './shared/deployment.js';
 import { releaseReservation } from './shared/counters/release-reservation.js';
 import { createLogger } from './shared/logger.js';
@@ -43,6 +43,8 @@ export interface EmbeddedOptions {
 export async function startEmbeddedGateway(options: EmbeddedOptions = {}): Promise<EmbeddedGateway> {
   const environment = options.environment ?? process.env;
   const config = readConfig(environment);
+  // Read before anything opens: a wrong single sign-on setting stops the start with its message.
+  const signIn = readDashboardSignIn(environment);
   const logger = createLogger(config.logLevel, 'switchboard');
   // Before the routes are built: they read the trace headers only when traces are on.
   const tracing = startTracing(environment, 'switchboard');
@@ -58,7 +60,7 @@ export async function startEmbeddedGateway(options: EmbeddedOptions = {}): Promi
   const transport = await openJoinedParts(config, environment, store, logger, (job) => releaseReservation(counters, job, logger));
   const { counters } = transport;
   const client = new ProviderClient();
-  const dashboard = new Dashboard({ port: dashboardPort(environment), host: config.host, logger });
+  const dashboard = new Dashboard({ port: dashboardPort(environment), host: config.host, logger, signIn });
   const responseEvents = openResponseEventLog(config, readScaleOutSettings(environment).redisPrefix, logger);
   const alerts = alertMonitorFromEnvironment(store, logger, environment, admin.token);
   const payloadSettings = readPayloadLogSettings(environment);

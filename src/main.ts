@@ -1,4 +1,5 @@
 import { startEmbeddedGateway } from './embedded-gateway.js';
+import { readDashboardSignIn, signInDescription } from './shared/config.js';
 import { listenAddress } from './shared/listen-address.js';
 import { exitOnShutdownSignal } from './shared/shutdown.js';
 
@@ -13,6 +14,6 @@ const { host } = gateway.config;
 const api = listenAddress(host, gateway.port);
 const dashboard = listenAddress(host, Number(new URL(gateway.dashboardUrl).port || 80));
 process.stdout.write(`Switchboard listening on ${api.describe} (uWebSockets.js build ${gateway.ingress.build})\n`);
-process.stdout.write(`Dashboard: ${dashboard.local}/dashboard/ (sign in with the admin token)\n`);
+process.stdout.write(`Dashboard: ${dashboard.local}/dashboard/ (sign in with ${signInDescription(readDashboardSignIn(process.env))})\n`);
 
 exitOnShutdownSignal(undefined, 'gateway', () => gateway.close());

@@ -146,10 +146,11 @@ describe('dashboard security over HTTP', () => {
     expect((await call(base, 'GET', '/models')).status).toBe(401);
     const valid = await session(base);
     const [value] = valid.cookie.split('=').slice(1);
-    const [id, expiry, signature] = value!.split('.');
+    const [id, who, issued, expiry, signature] = value!.split('.');
     const forgedCookies = [
-      `sb_dashboard=${id}.${Number(expiry) + 3600}.${signature}`,
-      `sb_dashboard=${id}.${expiry}.${signature!.slice(0, -2)}AA`,
+      `sb_dashboard=${id}.${who}.${issued}.${Number(expiry) + 3600}.${signature}`,
+      `sb_dashboard=${id}.${Buffer.from('usr_someone_else').toString('base64url')}.${issued}.${expiry}.${signature}`,
+      `sb_dashboard=${id}.${who}.${issued}.${expiry}.${signature!.slice(0, -2)}AA`,
       `sb_dashboard=${new SessionSigner('some-other-admin-token').issue().cookieValue}`,
       'sb_dashboard=garbage',
     ];

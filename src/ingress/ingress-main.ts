@@ -1,5 +1,5 @@
 import { loadCatalog } from '../shared/catalog/catalog-loader.js';
-import { readConfig, resolveAdminToken } from '../shared/config.js';
+import { readConfig, resolveAdminToken, readDashboardSignIn, signInDescription } from '../shared/config.js';
 import { openRedisCounters, openStore, readScaleOutSettings, requireScaleOutServices } from '../shared/deployment.js';
 import { listenAddress } from '../shared/listen-address.js';
 import { createLogger } from '../shared/logger.js';
@@ -22,6 +22,8 @@ import { startIngress, type RunningIngress } from './server.js';
 async function main(): Promise<void> {
   const environment = process.env;
   const config = readConfig(environment);
+  // Read before anything opens: a wrong single sign-on setting stops the start with its message.
+  const signIn = readDashboardSignIn(environment);
   const logger = createLogger(config.logLevel, 'switchboard-ingress');
   // Before the routes are built: they read the trace headers only when traces are on.
   if (startTracing(environment, 'switchboard-ingress')) logger.info('OpenTelemetry traces on (OTLP/HTTP)');
@@ -40,7 +42,7 @@ async function main(): Promise<void> {
   const counters = openRedisCounters(countersRedis, settings, store);
 
   let ingress: RunningIngress | undefined;
-  const dashboard = new Dashboard({ port: dashboardPort(environment), host: config.host, logger });
+  const dashboard = new Dashboard({ port: dashboardPort(environment), host: config.host, logger, signIn });
   // A key changed through any ingress: drop our cached record now.
   // A stream whose worker died after its first token is billed here, by estimate (the worker's own
   // settlement never comes); the record goes through the Redis ledger stream like any other.
@@ -71,7 +73,7 @@ async function main(): Promise<void> {
   const dashboardOwnPort = await dashboard.listen();
   const address = listenAddress(config.host, ingress.port);
   process.stdout.write(`Switchboard ingress ${transport.ingressId} listening on ${address.describe} (uWebSockets.js build ${ingress.build})\n`);
-  process.stdout.write(`Dashboard: ${listenAddress(config.host, dashboardOwnPort ?? ingress.port).local}/dashboard/ (sign in with the admin token)\n`);
+  process.stdout.write(`Dashboard: ${listenAddress(config.host, dashboardOwnPort ?? ingress.port).local}/dashboard/ (sign in with ${signInDescription(signIn)})\n`);
 
   exitOnShutdownSignal(logger, 'ingress', async (signal) => {
     logger.info({ signal }, 'ingress draining');

@@ -1,5 +1,6 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
+import { isRole, type Role } from './access/principal.js';
 import { adminTokenPath, assertStrongAdminToken, dataDirectory, findAdminToken } from './admin-token.js';
 
 export interface GatewayConfig {
@@ -86,4 +87,91 @@ export function resolveAdminToken(config: GatewayConfig, environment: NodeJS.Pro
   const token = `sb-admin-${randomBytes(24).toString('base64url')}`;
   writeFileSync(path, `${token}\n`, { mode: 0o600 });
   return { token, generated: true, path };
+}
+
+/** OpenID Connect sign-in for the dashboard (SWITCHBOARD_OIDC_*). */
+export interface OidcSettings {
+  issuer: URL;
+  clientId: string;
+  clientSecret?: string;
+  /** Where the provider sends the browser back; unset: derived from the address the browser used. */
+  redirectUrl?: URL;
+  scopes: string;
+  /** Lower-case email domains allowed to sign in; empty: any. */
+  allowedDomains: string[];
+  /** Groups of which a user must be in at least one; empty: no group is required. */
+  allowedGroups: string[];
+  groupsClaim: string;
+  /** Group name to role, from SWITCHBOARD_OIDC_ROLE_MAP ("sb-admins=admin,sb-team=member"). */
+  roleMap: Array<{ group: string; role: Role }>;
+  /** The text of the sign-in button. */
+  label: string;
+}
+
+export interface DashboardSignInSettings {
+  /** The admin-token sign-in (on unless SWITCHBOARD_DASHBOARD_TOKEN_SIGN_IN=off). */
+  tokenSignIn: boolean;
+  oidc?: OidcSettings;
+}
+
+function list(raw: string | undefined): string[] {
+  return (raw ?? '').split(',').map((item) => item.trim()).filter((item) => item !== '');
+}
+
+function url(name: string, raw: string): URL {
+  try {
+    const parsed = new URL(raw);
+    if (parsed.protocol === 'https:' || parsed.protocol === 'http:') return parsed;
+  } catch {
+    // reported below
+  }
+  throw new Error(`${name} must be an http(s) URL, got '${raw}'.`);
+}
+
+function roleMap(raw: string | undefined): OidcSettings['roleMap'] {
+  return list(raw).map((entry) => {
+    const separator = entry.lastIndexOf('=');
+    const group = entry.slice(0, separator).trim();
+    const role = entry.slice(separator + 1).trim();
+    if (separator <= 0 || group === '' || !isRole(role)) {
+      throw new Error(`SWITCHBOARD_OIDC_ROLE_MAP entries are group=role with role admin, member or viewer; got '${entry}'.`);
+    }
+    return { group, role };
+  });
+}
+
+export function readDashboardSignIn(environment: NodeJS.ProcessEnv = process.env): DashboardSignInSettings {
+  const tokenRaw = (environment.SWITCHBOARD_DASHBOARD_TOKEN_SIGN_IN ?? '').trim().toLowerCase();
+  if (!['', 'on', 'off'].includes(tokenRaw)) throw new Error(`SWITCHBOARD_DASHBOARD_TOKEN_SIGN_IN must be on or off, got '${environment.SWITCHBOARD_DASHBOARD_TOKEN_SIGN_IN}'.`);
+  const tokenSignIn = tokenRaw !== 'off';
+  const issuer = environment.SWITCHBOARD_OIDC_ISSUER?.trim();
+  if (!issuer) {
+    if (!tokenSignIn) throw new Error('SWITCHBOARD_DASHBOARD_TOKEN_SIGN_IN=off needs SWITCHBOARD_OIDC_ISSUER: otherwise nobody could sign in to the dashboard.');
+    return { tokenSignIn };
+  }
+  const clientId = environment.SWITCHBOARD_OIDC_CLIENT_ID?.trim();
+  if (!clientId) throw new Error('SWITCHBOARD_OIDC_ISSUER is set but SWITCHBOARD_OIDC_CLIENT_ID is not.');
+  const redirect = environment.SWITCHBOARD_OIDC_REDIRECT_URL?.trim();
+  const groupsClaim = environment.SWITCHBOARD_OIDC_GROUPS_CLAIM?.trim() || 'groups';
+  return {
+    tokenSignIn,
+    oidc: {
+      issuer: url('SWITCHBOARD_OIDC_ISSUER', issuer),
+      clientId,
+      clientSecret: environment.SWITCHBOARD_OIDC_CLIENT_SECRET || undefined,
+      redirectUrl: redirect ? url('SWITCHBOARD_OIDC_REDIRECT_URL', redirect) : undefined,
+      scopes: environment.SWITCHBOARD_OIDC_SCOPES?.trim() || 'openid email profile',
+      allowedDomains: list(environment.SWITCHBOARD_OIDC_ALLOWED_DOMAINS).map((domain) => domain.toLowerCase().replace(/^@/, '')),
+      allowedGroups: list(environment.SWITCHBOARD_OIDC_ALLOWED_GROUPS),
+      groupsClaim,
+      roleMap: roleMap(environment.SWITCHBOARD_OIDC_ROLE_MAP),
+      label: environment.SWITCHBOARD_OIDC_LABEL?.trim() || 'Sign in with single sign-on',
+    },
+  };
+}
+
+/** How the start-up line names the dashboard's sign-ins. */
+export function signInDescription(settings: DashboardSignInSettings): string {
+  if (!settings.oidc) return 'the admin token';
+  return settings.tokenSignIn ? 'single sign-on or the admin token' : 'single sign-on';
 }

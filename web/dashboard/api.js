@@ -61,3 +61,17 @@ export async function signOut() {
     csrfToken = '';
   }
 }
+
+/** Ends every session of the signed-in user, on every ingress. */
+export async function signOutEverywhere() {
+  try {
+    await api('/sessions', { method: 'DELETE' });
+  } finally {
+    csrfToken = '';
+  }
+}
+
+/** The sign-ins this dashboard offers: { token: boolean, oidc: { label, start } | null }. */
+export async function signInMethods() {
+  return api('/sign-in-methods');
+}

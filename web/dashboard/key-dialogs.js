@@ -43,8 +43,12 @@ function toRequest(values) {
   };
 }
 
-export function KeyFormDialog({ existing, onSubmit, onClose }) {
-  const [values, setValues] = useState(formValues(existing));
+/** projectChoices: a member's projects, the only ones their keys may belong to. */
+export function KeyFormDialog({ existing, onSubmit, onClose, projectChoices }) {
+  const [values, setValues] = useState(() => {
+    const initial = formValues(existing);
+    return projectChoices?.length && !initial.project_id ? { ...initial, project_id: projectChoices[0] } : initial;
+  });
   const [error, setError] = useState('');
   const [busy, setBusy] = useState(false);
   const set = (field) => (event) => setValues({ ...values, [field]: event.currentTarget.value });
@@ -110,8 +114,12 @@ export function KeyFormDialog({ existing, onSubmit, onClose }) {
           </div>
           <div class="field">
             <label for="key-project_id">Project id</label>
-            <input id="key-project_id" value=${values.project_id} onInput=${set('project_id')} placeholder="proj_…" aria-describedby="key-project-help" />
-            <p class="hint" id="key-project-help">Requests must also fit the project's budget and limits (switchboard projects list).</p>
+            ${projectChoices
+              ? html`<select id="key-project_id" value=${values.project_id} onChange=${set('project_id')} aria-describedby="key-project-help">
+                  ${projectChoices.map((id) => html`<option value=${id}>${id}</option>`)}
+                </select>`
+              : html`<input id="key-project_id" value=${values.project_id} onInput=${set('project_id')} placeholder="proj_…" aria-describedby="key-project-help" />`}
+            <p class="hint" id="key-project-help">${projectChoices ? 'Your keys belong to one of your projects; requests' : 'Requests'} must also fit the project's budget and limits (switchboard projects list).</p>
           </div>
         </div>
         <div class="field">
@@ -128,7 +136,7 @@ export function KeyFormDialog({ existing, onSubmit, onClose }) {
     <//>`;
 }
 
-async function copyText(text, input) {
+export async function copyText(text, input) {
   try {
     await navigator.clipboard.writeText(text);
     return true;

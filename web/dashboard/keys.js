@@ -35,7 +35,15 @@ function Limits({ apiKey }) {
   return parts.length ? parts.join(' · ') : html`<span class="muted">No limits</span>`;
 }
 
-export function KeysPage({ notify }) {
+/** What the signed-in person may do with keys: viewers read only, members work within their projects. */
+export function keyPermissions(me) {
+  if (me.role === 'viewer') return { change: false };
+  if (me.role === 'member') return { change: me.projects.length > 0, projectChoices: me.projects };
+  return { change: true };
+}
+
+export function KeysPage({ notify, me }) {
+  const allowed = keyPermissions(me);
   const [keys, setKeys] = useState(null);
   const [spentOf, setSpentOf] = useState(() => (key) => key.spent_usd);
   const [error, setError] = useState('');
@@ -112,12 +120,16 @@ export function KeysPage({ notify }) {
           <option value="all">All</option>
         </select>
       </div>
-      <button type="button" class="primary push" onClick=${() => setDialog({ kind: 'create' })}>Create key</button>
+      ${allowed.change
+        ? html`<button type="button" class="primary push" onClick=${() => setDialog({ kind: 'create' })}>Create key</button>`
+        : html`<p class="muted push">${me.role === 'viewer' ? 'Read only: your role is viewer.' : 'You belong to no project yet, so you cannot create keys; ask an admin.'}</p>`}
     </div>
     ${keys.length === 0
       ? html`<${EmptyState} title="No keys yet">
-          <p>Create a key, give it a budget or rate limits if you like, then send requests to <code>POST /v1/chat/completions</code> with <code>Authorization: Bearer sk-service-…</code>.</p>
-          <button type="button" class="primary" onClick=${() => setDialog({ kind: 'create' })}>Create your first key</button>
+          ${allowed.change
+            ? html`<p>Create a key, give it a budget or rate limits if you like, then send requests to <code>POST /v1/chat/completions</code> with <code>Authorization: Bearer sk-service-…</code>.</p>
+              <button type="button" class="primary" onClick=${() => setDialog({ kind: 'create' })}>Create your first key</button>`
+            : html`<p>${me.role === 'member' ? 'Keys of your projects appear here.' : 'Keys appear here once an admin or member creates them.'}</p>`}
         <//>`
       : visible.length === 0
         ? html`<${EmptyState} title="No keys match"><p>Clear the search or choose another status to see more keys.</p><//>`
@@ -148,7 +160,7 @@ export function KeysPage({ notify }) {
                     <td class="wrap" data-label="Limits"><${Limits} apiKey=${key} /></td>
                     <td data-label="Last used" title=${key.last_used_at ?? ''}>${ago(key.last_used_at)}</td>
                     <td class="actions-cell">
-                      ${key.status === 'active' && html`<div class="row-actions">
+                      ${allowed.change && key.status === 'active' && html`<div class="row-actions">
                         <button type="button" onClick=${() => setDialog({ kind: 'edit', key })} aria-label=${`Edit ${key.name} (${key.key_hint})`}>Edit</button>
                         <button type="button" onClick=${() => rotate(key)} aria-label=${`Rotate ${key.name} (${key.key_hint})`}>Rotate</button>
                         <button type="button" class="danger-text" onClick=${() => setDialog({ kind: 'revoke', key })} aria-label=${`Revoke ${key.name} (${key.key_hint})`}>Revoke</button></div>`}
@@ -157,8 +169,8 @@ export function KeysPage({ notify }) {
               </tbody>
             </table>
           <//>`}
-    ${dialog?.kind === 'create' && html`<${KeyFormDialog} onSubmit=${create} onClose=${close} />`}
-    ${dialog?.kind === 'edit' && html`<${KeyFormDialog} existing=${dialog.key} onSubmit=${(fields) => save(dialog.key, fields)} onClose=${close} />`}
+    ${dialog?.kind === 'create' && html`<${KeyFormDialog} onSubmit=${create} onClose=${close} projectChoices=${allowed.projectChoices} />`}
+    ${dialog?.kind === 'edit' && html`<${KeyFormDialog} existing=${dialog.key} onSubmit=${(fields) => save(dialog.key, fields)} onClose=${close} projectChoices=${allowed.projectChoices} />`}
     ${dialog?.kind === 'revoke' && html`<${RevokeDialog} apiKey=${dialog.key} onConfirm=${() => revoke(dialog.key)} onClose=${close} />`}
     ${dialog?.kind === 'secret' && html`<${SecretDialog} created=${dialog.created} replaced=${dialog.replaced}
       onRevokeReplaced=${() => setDialog({ kind: 'revoke', key: dialog.replaced })} onClose=${close} />`}`;

@@ -62,7 +62,8 @@ function ProjectDialog({ existing, onSubmit, onClose }) {
     <//>`;
 }
 
-export function ProjectsPage({ notify }) {
+export function ProjectsPage({ notify, me }) {
+  const admin = me.role === 'admin';
   const [projects, setProjects] = useState(null);
   const [error, setError] = useState('');
   const [dialog, setDialog] = useState(null);
@@ -96,7 +97,9 @@ export function ProjectsPage({ notify }) {
   if (!projects) return html`<p class="muted" role="status">Loading projects…</p>`;
   const limit = (value) => (value === null ? html`<span class="muted">none</span>` : count(value));
   return html`
-    <div class="toolbar"><button type="button" class="primary push" onClick=${() => setDialog({})}>Create project</button></div>
+    ${admin
+      ? html`<div class="toolbar"><button type="button" class="primary push" onClick=${() => setDialog({})}>Create project</button></div>`
+      : html`<p class="muted">${me.role === 'member' ? 'Your projects. Only an admin can create or change projects.' : 'Read only: your role is viewer.'}</p>`}
     ${projects.length === 0
       ? html`<${EmptyState} title="No projects yet"><p>A project gives several keys one shared budget, rate limits and alerts.</p><//>`
       : html`
@@ -115,9 +118,9 @@ export function ProjectsPage({ notify }) {
                   <td class="num" data-label="RPM">${limit(project.rpm)}</td>
                   <td class="num" data-label="TPM">${limit(project.tpm)}</td>
                   <td data-label="Alerts">${project.alerts.length === 0 ? html`<span class="muted">none</span>` : project.alerts.map((alert) => `${alert.threshold_percent}%`).join(', ')}</td>
-                  <td data-label="Actions">
+                  <td data-label="Actions">${admin && html`
                     <button type="button" onClick=${() => setDialog({ project })}>Edit</button>
-                    <button type="button" class="danger" onClick=${() => remove(project)}>Delete</button>
+                    <button type="button" class="danger" onClick=${() => remove(project)}>Delete</button>`}
                   </td>
                 </tr>`)}
             </tbody>

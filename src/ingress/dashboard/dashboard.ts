@@ -1,5 +1,6 @@
 import type { TemplatedApp, us_listen_socket } from 'uWebSockets.js';
 import type { Logger } from 'pino';
+import type { DashboardSignInSettings } from '../../shared/config.js';
 import type { IngressContext } from '../server.js';
 import { listenExclusive } from '../listen-exclusive.js';
 import { loadUws } from '../uws-loader.js';
@@ -23,11 +24,11 @@ export class Dashboard {
   private services?: DashboardServices;
   private listenSocket?: us_listen_socket;
 
-  constructor(private readonly options: { port?: number; host: string; logger: Logger }) {}
+  constructor(private readonly options: { port?: number; host: string; logger: Logger; signIn: DashboardSignInSettings }) {}
 
   /** The ingress's `extend` hook: serves the dashboard on the ingress's own app. */
   readonly extend = (app: TemplatedApp, context: IngressContext): void => {
-    this.services ??= createDashboardServices(context);
+    this.services ??= createDashboardServices(context, this.options.signIn);
     registerDashboardRoutes(app, this.services);
   };
 
