@@ -95,7 +95,9 @@ export function accessStoreConformance(fresh: () => Promise<{ store: Store; raw:
       const second = await store.createAdminToken({ userId: other.id, name: 'other' });
       expect(await store.findAdminTokenBySecretHash(hashAdminToken(secret))).toEqual(record);
       expect(await store.findAdminTokenBySecretHash(hashAdminToken('sbat_wrong'))).toBeNull();
-      expect(await store.listAdminTokens()).toEqual([record, second.record]);
+      // Oldest first; two tokens made in the same millisecond are in id order.
+      const byAge = (a: { createdAt: string; id: string }, b: { createdAt: string; id: string }) => (a.createdAt === b.createdAt ? (a.id < b.id ? -1 : 1) : a.createdAt < b.createdAt ? -1 : 1);
+      expect(await store.listAdminTokens()).toEqual([record, second.record].sort(byAge));
       expect(await store.listAdminTokens(user.id)).toEqual([record]);
       const revoked = await store.revokeAdminToken(record.id);
       expect(revoked?.revokedAt).toEqual(expect.any(String));
