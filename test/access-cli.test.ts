@@ -1,40 +1,27 @@
-import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { main } from '../src/cli/switchboard-cli.js';
 import { startEmbeddedGateway, type EmbeddedGateway } from '../src/embedded-gateway.js';
 import { randomBytes } from 'node:crypto';
 import { principalOfAdminToken } from '../src/shared/access/principal-lookup.js';
 import { openPostgresStore } from '../src/shared/store/postgres-store.js';
 import { openSqliteStore } from '../src/shared/store/sqlite-store.js';
 import { startOpenAiProviderDouble, type OpenAiProviderDouble } from './doubles/openai-provider-double.js';
+import { runCliBinary, runCliInProcess, type CliRun } from './support/cli-runner.js';
 import { testEnvironment } from './support/gateway-harness.js';
 import { dropSchema } from './support/scaled-harness.js';
 
 // Users, admin tokens and the audit log from the `switchboard` CLI, against the embedded gateway;
 // the per-user token it creates is then used by the CLI itself (SWITCHBOARD_ADMIN_TOKEN).
 
-const bin = fileURLToPath(new URL('../bin/switchboard.mjs', import.meta.url));
-
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
 let double: OpenAiProviderDouble;
 let gateway: EmbeddedGateway;
 let dataDir: string;
 const secrets: string[] = [];
 
-async function cli(args: string[], token = gateway.adminToken): Promise<Run> {
-  let stdout = '';
-  let stderr = '';
-  const code = await main(args, { SWITCHBOARD_URL: gateway.url, SWITCHBOARD_ADMIN_TOKEN: token }, { out: (text) => (stdout += `${text}\n`), err: (text) => (stderr += `${text}\n`) });
-  return { code, stdout, stderr };
+function cli(args: string[], token = gateway.adminToken): Promise<CliRun> {
+  return runCliInProcess(args, { SWITCHBOARD_URL: gateway.url, SWITCHBOARD_ADMIN_TOKEN: token });
 }
 
 async function json(args: string[], token?: string): Promise<any> {
@@ -43,13 +30,8 @@ async function json(args: string[], token?: string): Promise<any> {
   return JSON.parse(run.stdout);
 }
 
-function binary(args: string[], token: string): Promise<Run> {
-  const env = { PATH: process.env.PATH ?? '', SWITCHBOARD_URL: gateway.url, SWITCHBOARD_ADMIN_TOKEN: token };
-  return new Promise((resolve) => {
-    execFile(process.execPath, [bin, ...args], { env, timeout: 30_000 }, (error, stdout, stderr) => {
-      resolve({ code: error ? (typeof error.code === 'number' ? error.code : -1) : 0, stdout, stderr });
-    });
-  });
+function binary(args: string[], token: string): Promise<CliRun> {
+  return runCliBinary(args, { SWITCHBOARD_URL: gateway.url, SWITCHBOARD_ADMIN_TOKEN: token });
 }
 
 beforeAll(async () => {
@@ -154,7 +136,7 @@ describe.skipIf(!process.env.DATABASE_URL)('switchboard migrate: users, admin to
   it('moves them to PostgreSQL, where the tokens keep working, with the same result when run twice', async () => {
     const user = await json(['users', 'add', '--email', 'moving@example.com', '--role', 'member']);
     const token = await json(['admin-tokens', 'create', '--user', user.id, '--name', 'moving']);
-    const runs: Run[] = [];
+    const runs: CliRun[] = [];
     for (let i = 0; i < 2; i++) runs.push(await binary(['migrate', '--from', dataDir, '--to', process.env.DATABASE_URL!, '--schema', schema, '--json'], gateway.adminToken));
     for (const run of runs) expect(run.code, run.stderr).toBe(0);
     const [first, second] = runs.map((run) => JSON.parse(run.stdout));

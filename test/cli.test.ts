@@ -1,48 +1,27 @@
-import { execFile } from 'node:child_process';
 import { createServer, type AddressInfo } from 'node:net';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { main } from '../src/cli/switchboard-cli.js';
 import { startOpenAiProviderDouble, type OpenAiProviderDouble } from './doubles/openai-provider-double.js';
 import { adminRequest, chat, createKey, eventually, hello } from './support/api-client.js';
+import { runCliBinary, runCliInProcess, type CliRun } from './support/cli-runner.js';
 import { startEmbeddedDeployment, type TestDeployment } from './support/gateway-harness.js';
 
 // The `switchboard` CLI, run for real (node bin/switchboard.mjs, as npm links it) against an
 // embedded gateway in this process. It must never block this process's event loop, so it runs
 // through the asynchronous execFile.
 
-const bin = fileURLToPath(new URL('../bin/switchboard.mjs', import.meta.url));
-
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
 let double: OpenAiProviderDouble;
 let deployment: TestDeployment;
 
-function cli(args: string[], environment: Record<string, string> = {}): Promise<Run> {
-  const env = { PATH: process.env.PATH ?? '', SWITCHBOARD_URL: deployment.url(), SWITCHBOARD_ADMIN_TOKEN: deployment.adminToken, ...environment };
-  for (const [name, value] of Object.entries(env)) if (value === '') delete env[name as keyof typeof env];
-  return new Promise((resolve) => {
-    execFile(process.execPath, [bin, ...args], { env, timeout: 20_000 }, (error, stdout, stderr) => {
-      const code = error ? (typeof error.code === 'number' ? error.code : -1) : 0;
-      resolve({ code, stdout, stderr });
-    });
-  });
+function cli(args: string[], environment: Record<string, string> = {}): Promise<CliRun> {
+  return runCliBinary(args, { SWITCHBOARD_URL: deployment.url(), SWITCHBOARD_ADMIN_TOKEN: deployment.adminToken, ...environment }, 20_000);
 }
 
 /** The CLI's main() in this process (same code as the binary, without the start-up cost). */
-async function inProcess(args: string[], environment: Record<string, string> = {}): Promise<Run> {
-  let stdout = '';
-  let stderr = '';
-  const env = { SWITCHBOARD_URL: deployment.url(), SWITCHBOARD_ADMIN_TOKEN: deployment.adminToken, ...environment };
-  const code = await main(args, env, { out: (text) => (stdout += `${text}\n`), err: (text) => (stderr += `${text}\n`) });
-  return { code, stdout, stderr };
+function inProcess(args: string[], environment: Record<string, string> = {}): Promise<CliRun> {
+  return runCliInProcess(args, { SWITCHBOARD_URL: deployment.url(), SWITCHBOARD_ADMIN_TOKEN: deployment.adminToken, ...environment });
 }
 
 /** A port nothing listens on. */
@@ -54,13 +33,13 @@ async function closedPort(): Promise<number> {
   return port;
 }
 
-function expectOk(run: Run): void {
+function expectOk(run: CliRun): void {
   expect(run.stderr.includes('error:'), run.stderr).toBe(false);
   expect(run.code, run.stderr).toBe(0);
 }
 
 /** One line on stderr starting "error:", exit code 1, nothing on stdout. */
-function expectError(run: Run, pattern: RegExp): void {
+function expectError(run: CliRun, pattern: RegExp): void {
   expect(run.code).toBe(1);
   expect(run.stdout).toBe('');
   expect(run.stderr.trimEnd().split('\n')).toHaveLength(1);

@@ -1,50 +1,33 @@
-import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { main } from '../src/cli/switchboard-cli.js';
 import { startEmbeddedGateway, type EmbeddedGateway } from '../src/embedded-gateway.js';
 import { openPostgresStore } from '../src/shared/store/postgres-store.js';
 import { openSqliteStore } from '../src/shared/store/sqlite-store.js';
 import { startOpenAiProviderDouble, type OpenAiProviderDouble } from './doubles/openai-provider-double.js';
 import { adminRequest, chat, eventually, hello } from './support/api-client.js';
+import { runCliBinary, runCliInProcess, type CliRun } from './support/cli-runner.js';
 import { testEnvironment, type TestDeployment } from './support/gateway-harness.js';
 import { dropSchema } from './support/scaled-harness.js';
 
 // Governance from the `switchboard` CLI (projects, key allow-lists, expiry, alerts, refused
 // counts), and `switchboard migrate` from a populated embedded store to PostgreSQL, twice.
 
-const bin = fileURLToPath(new URL('../bin/switchboard.mjs', import.meta.url));
 const DATABASE_URL = process.env.DATABASE_URL;
-
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
 
 let double: OpenAiProviderDouble;
 let gateway: EmbeddedGateway;
 let deployment: TestDeployment;
 let dataDir: string;
 
-function binary(args: string[], environment: Record<string, string> = {}): Promise<Run> {
-  const env = { PATH: process.env.PATH ?? '', SWITCHBOARD_URL: gateway.url, SWITCHBOARD_ADMIN_TOKEN: gateway.adminToken, ...environment };
-  return new Promise((resolve) => {
-    execFile(process.execPath, [bin, ...args], { env, timeout: 30_000 }, (error, stdout, stderr) => {
-      resolve({ code: error ? (typeof error.code === 'number' ? error.code : -1) : 0, stdout, stderr });
-    });
-  });
+function binary(args: string[], environment: Record<string, string> = {}): Promise<CliRun> {
+  return runCliBinary(args, { SWITCHBOARD_URL: gateway.url, SWITCHBOARD_ADMIN_TOKEN: gateway.adminToken, ...environment });
 }
 
-async function cli(args: string[]): Promise<Run> {
-  let stdout = '';
-  let stderr = '';
-  const code = await main(args, { SWITCHBOARD_URL: gateway.url, SWITCHBOARD_ADMIN_TOKEN: gateway.adminToken }, { out: (text) => (stdout += `${text}\n`), err: (text) => (stderr += `${text}\n`) });
-  return { code, stdout, stderr };
+function cli(args: string[]): Promise<CliRun> {
+  return runCliInProcess(args, { SWITCHBOARD_URL: gateway.url, SWITCHBOARD_ADMIN_TOKEN: gateway.adminToken });
 }
 
 async function json(args: string[]): Promise<any> {
@@ -122,7 +105,7 @@ describe.skipIf(!DATABASE_URL)('switchboard migrate (needs DATABASE_URL)', () =>
     await adminRequest(deployment, 'DELETE', `/admin/v1/keys/${revoked.id}`);
     await eventually(async () => expect((await adminRequest(deployment, 'GET', '/admin/v1/requests?limit=1000')).body.data.length).toBeGreaterThanOrEqual(4), 5000);
 
-    const runs: Run[] = [];
+    const runs: CliRun[] = [];
     for (let i = 0; i < 2; i++) runs.push(await binary(['migrate', '--from', dataDir, '--to', DATABASE_URL!, '--schema', schema, '--json']));
     for (const run of runs) expect(run.code, run.stderr).toBe(0);
     const [first, second] = runs.map((run) => JSON.parse(run.stdout));
