@@ -126,7 +126,7 @@ export function accessRoutes(store: Store): AdminRoute[] {
     const existing = /[\u0000-\u001f\u007f]/.test(parameter) || parameter.length > maxQueryTextLength ? null : await store.getAdminToken(parameter);
     if (!existing) throw new GatewayError('not_found', `No admin token with id '${parameter}'.`, { param: 'id' });
     const token = (await store.revokeAdminToken(existing.id))!;
-    return [200, publicAdminToken(token), { targetType: 'admin_token', targetId: token.id, changes: { status: { from: existing.revokedAt ? 'revoked' : 'active', to: 'revoked' }, user_id: { from: token.userId } } }];
+    return [200, publicAdminToken(token), { targetType: 'admin_token', targetId: token.id, changes: { status: { from: existing.revokedAt ? 'revoked' : 'active', to: 'revoked' }, user_id: { to: token.userId } } }];
   });
 
   route('get', '/audit', overseers, undefined, async ({ query }) => {

@@ -207,6 +207,9 @@ export function describeAccess(kind: DeploymentKind): void {
       expect((await as(second.body.token, 'GET', '/admin/v1/keys')).status).toBe(200);
       const list = await root('GET', '/admin/v1/admin-tokens');
       expect(JSON.stringify(list.body)).not.toContain(second.body.token);
+      // The revocation names whose token it was; the token stays that user's.
+      const [revocation] = (await auditLog(`target_id=${person.tokenId}&action=admin_token.revoked`)).body.data;
+      expect(revocation.changes).toEqual({ status: { from: 'active', to: 'revoked' }, user_id: { to: person.id } });
     });
 
     it("records a project's changes, its alerts' and its deletion with what changed, webhook paths cut", async () => {
