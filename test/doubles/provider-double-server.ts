@@ -11,6 +11,8 @@ export interface ProviderDouble<Behaviour, Recorded, Aborted> {
   requests: Recorded[];
   /** Requests whose connection the client closed before the answer was complete. */
   aborted: Aborted[];
+  /** The most requests that were open at once (answer not yet ended) since start or reset. */
+  mostOpen(): number;
   reset(): void;
   close(): Promise<void>;
 }
@@ -67,9 +69,14 @@ export async function startProviderDoubleServer<Behaviour, Recorded, Aborted>(
     requests,
   };
 
+  let open = 0;
+  let mostOpen = 0;
   const server = http.createServer((req, res) => {
     const exchange: ProviderExchange = { req, res, closed: new AbortController(), model: '', selfDestroyed: false };
+    open++;
+    mostOpen = Math.max(mostOpen, open);
     res.on('close', () => {
+      open--;
       exchange.closed.abort();
       // Connections cut by close() are the test's doing, not an abort the gateway caused.
       if (!res.writableEnded && !exchange.selfDestroyed && !closing) aborted.push(setup.abandoned(exchange));
@@ -99,7 +106,9 @@ export async function startProviderDoubleServer<Behaviour, Recorded, Aborted>(
       entry.queue.push(...behaviours);
       queues.set(model, entry);
     },
+    mostOpen: () => mostOpen,
     reset() {
+      mostOpen = open;
       queues.clear();
       setup.onReset?.();
       requests.length = 0;
