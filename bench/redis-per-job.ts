@@ -14,11 +14,13 @@ import { PrivateRedis } from '../test/support/private-redis.js';
 //
 // Run: npx tsx bench/redis-per-job.ts   (DATABASE_URL defaults to the local PostgreSQL)
 // Env: BENCH_JOBS (default 200), BENCH_MONITOR_JOBS (default 20), BENCH_CONCURRENCY (default 1),
-//      BENCH_JSON=path to also write the figures as JSON.
+//      BENCH_JSON=path to also write the figures as JSON; SWITCHBOARD_QUEUE=bullmq|lists.
 
 const JOBS = Number(process.env.BENCH_JOBS ?? 200);
 const MONITOR_JOBS = Number(process.env.BENCH_MONITOR_JOBS ?? 20);
 const CONCURRENCY = Math.max(1, Number(process.env.BENCH_CONCURRENCY ?? 1));
+/** The deployment's queue (SWITCHBOARD_QUEUE): bullmq (default) or lists. */
+const QUEUE = process.env.SWITCHBOARD_QUEUE || 'bullmq';
 const STREAM_CHUNKS = 20;
 const CHUNK_GAP_MS = 5;
 const IDLE_MS = 3000;
@@ -39,7 +41,7 @@ function scriptNames(): Map<string, string> {
   for (const script of Object.values(bullScripts) as { name?: string; content?: string }[]) {
     if (script.name && script.content) names.set(sha(script.content), `bullmq ${script.name}`);
   }
-  for (const name of ['admit', 'settle', 'claim-run']) {
+  for (const name of ['admit', 'settle', 'claim-run', 'list-queue-reclaim', 'list-queue-release']) {
     try {
       names.set(sha(readFileSync(new URL(`../src/shared/counters/lua/${name}.lua`, import.meta.url), 'utf8')), `counters ${name}.lua`);
     } catch {
@@ -84,7 +86,7 @@ const double = await startOpenAiProviderDouble({ apiKey: 'upstream-secret-key' }
 const words = Array.from({ length: STREAM_CHUNKS }, (_, i) => (i === 0 ? 'w0' : ` w${i}`));
 double.script('alpha', { kind: 'text', text: 'Hello there friend', usage: { prompt_tokens: 5, completion_tokens: 3 } });
 double.script('beta', { kind: 'text', chunks: words, chunkDelayMs: CHUNK_GAP_MS, usage: { prompt_tokens: 5, completion_tokens: STREAM_CHUNKS } });
-const deployment = await startScaledDeployment({ openAiUrl: double.url, ingressCount: 1, workerCount: 1 });
+const deployment = await startScaledDeployment({ openAiUrl: double.url, ingressCount: 1, workerCount: 1, environment: { SWITCHBOARD_QUEUE: QUEUE } });
 const key = (await createKey(deployment, { name: 'bench' })).key;
 const probe = new Redis(redisServer.url);
 const serverPid = Number(/process_id:(\d+)/.exec(await probe.info('server'))![1]);
@@ -261,7 +263,7 @@ function report(phase: Phase, monitor: MonitorCounts): void {
   console.log(`  Idle background: ${f(sum(idle.stats, 'calls') / idle.seconds, 1)} commands/s, so ${f((sum(idle.stats, 'calls') / idle.seconds) * (phase.seconds / phase.jobs), 2)} of the calls per job at this pace are time-based.`);
 }
 
-console.log(`# Redis per job: 1 ingress + 1 worker, private redis-server ${redisServer.url}, ${new Date().toISOString()}`);
+console.log(`# Redis per job: 1 ingress + 1 worker, queue ${QUEUE}, private redis-server ${redisServer.url}, ${new Date().toISOString()}`);
 console.log('usec and CPU figures depend on machine load (the machine is shared); the counts are exact.');
 console.log(`\n### idle: ${f(idle.seconds, 1)} s, ${f(sum(idle.stats, 'calls') / idle.seconds, 1)} commands/s: ${[...idle.stats].map(([c, s]) => `${c} ${f(s.calls / idle.seconds, 1)}/s`).join(', ')}`);
 report(plain, plainMonitor);

@@ -310,10 +310,12 @@ export function renderReport(bench: BenchResults): string {
     out.push('### Scaled out: growth with worker processes', '');
     out.push('CPU is split by process group; Redis is the shared instance on this machine (its CPU includes any other client it served during the run).', '');
     const rows: string[][] = [];
-    const first = scaled[0]!;
-    const firstPlain = plainFigures(runs, first, 'c256');
-    const firstStream = streamFigures(runs, first, 'stream-c256');
     for (const name of scaled) {
+      // Growth is read against the 1-worker stack of the same queue, or the smallest one measured.
+      const family = name.replace(/\d+$/, '');
+      const first = scaled.find((other) => other.startsWith(family) && /^\d+$/.test(other.slice(family.length)))!;
+      const firstPlain = plainFigures(runs, first, 'c256');
+      const firstStream = streamFigures(runs, first, 'stream-c256');
       const plain = plainFigures(runs, name, 'c256');
       const stream = streamFigures(runs, name, 'stream-c256');
       const rate = streamFigures(runs, name, 'stream-rate');

@@ -12,6 +12,7 @@ import {
   portkeyAvailable,
   redisPids,
   scaledOutAvailable,
+  scaledTargetName,
   startEmbedded,
   startNginx,
   startNodeProxy,
@@ -32,7 +33,8 @@ import {
 //   --quick              one short round (finishes in under 3 minutes)
 //   --rounds N           rounds of every scenario (default 3)
 //   --duration S         seconds per load run (default 5; --quick: 1 for wrk, 1.5 for streams)
-//   --targets a,b        subset of: direct,nginx,portkey,embedded,scaled-1,scaled-2,scaled-4
+//   --targets a,b        subset of: direct,nginx,node-proxy,portkey,embedded,scaled-1,scaled-2,scaled-4 (BullMQ queue),
+//                        scaled-lists-1,scaled-lists-2,scaled-lists-4 (SWITCHBOARD_QUEUE=lists)
 //   --scenarios a,b      subset of: c1,c32,c256,stream-rate-low,stream-rate,stream-c256
 //   --idle N             open idle streams per target for the memory figure (default 4000; --quick 500; 0 skips)
 //   --idle-big N         idle streams held by the 4-worker scaled-out stack (default 10000; --quick 2000; 0 skips)
@@ -376,9 +378,10 @@ async function main(): Promise<void> {
       if (!options.baselineDir) throw new Error('embedded-baseline needs --baseline-dir');
       starters.push([name, () => startEmbedded({ ...context, switchboardDir: options.baselineDir! }, name)]);
     }
-    else if (/^scaled-\d+$/.test(name)) {
+    else if (scaledTargetName(name)) {
+      const { workers, queue } = scaledTargetName(name)!;
       if (!scaledOutAvailable(options.switchboardDir)) skipped[name] = 'src/ingress/ingress-main.ts or src/workers/worker-main.ts is missing';
-      else starters.push([name, () => startScaledOut(context, Number(name.slice(7)), schema)]);
+      else starters.push([name, () => startScaledOut(context, workers, schema, queue)]);
     } else throw new Error(`Unknown target ${name}`);
   }
   if (starters.some(([name]) => name.startsWith('scaled-'))) await prepareDatabase();

@@ -35,7 +35,7 @@ export interface TargetContext {
   switchboardDir: string;
 }
 
-export const targetNames = ['direct', 'nginx', 'node-proxy', 'portkey', 'embedded', 'scaled-1', 'scaled-2', 'scaled-4'] as const;
+export const targetNames = ['direct', 'nginx', 'node-proxy', 'portkey', 'embedded', 'scaled-1', 'scaled-2', 'scaled-4', 'scaled-lists-1', 'scaled-lists-2', 'scaled-lists-4'] as const;
 export type TargetName = (typeof targetNames)[number];
 
 export const adminToken = 'sb-admin-bench-token-0123456789';
@@ -262,24 +262,32 @@ export function redisPids(redisUrl: string): number[] {
   return findProcesses('redis-server', `:${port}`);
 }
 
-export async function startScaledOut(context: TargetContext, workers: number, schema: string): Promise<Target> {
+/** `scaled-<workers>` (BullMQ, the default queue) or `scaled-lists-<workers>` (SWITCHBOARD_QUEUE=lists). */
+export function scaledTargetName(name: string): { workers: number; queue: 'bullmq' | 'lists' } | undefined {
+  const match = /^scaled-(lists-)?(\d+)$/.exec(name);
+  return match ? { workers: Number(match[2]), queue: match[1] ? 'lists' : 'bullmq' } : undefined;
+}
+
+export async function startScaledOut(context: TargetContext, workers: number, schema: string, queue: 'bullmq' | 'lists' = 'bullmq'): Promise<Target> {
   const port = await freePort();
-  const dataDir = join(context.tmp, `scaled-${workers}-data`);
+  const name = queue === 'lists' ? `scaled-lists-${workers}` : `scaled-${workers}`;
+  const dataDir = join(context.tmp, `${name}-data`);
   mkdirSync(dataDir, { recursive: true });
   const environment = {
     ...switchboardEnvironment(context, port, dataDir),
     REDIS_URL: context.redisUrl,
     DATABASE_URL: context.databaseUrl,
-    SWITCHBOARD_REDIS_PREFIX: `sbbench-${context.runId}-w${workers}`,
+    SWITCHBOARD_REDIS_PREFIX: `sbbench-${context.runId}-${name}`,
     SWITCHBOARD_DATABASE_SCHEMA: schema,
+    SWITCHBOARD_QUEUE: queue,
   };
-  const ingress = startChild(`scaled-${workers}-ingress`, node, ['--import', 'tsx', 'src/ingress/ingress-main.ts'], { logDir: context.logDir, env: environment, cwd: context.switchboardDir });
+  const ingress = startChild(`${name}-ingress`, node, ['--import', 'tsx', 'src/ingress/ingress-main.ts'], { logDir: context.logDir, env: environment, cwd: context.switchboardDir });
   const base = `http://127.0.0.1:${port}`;
   const workerChildren: Child[] = [];
   try {
     await waitForHttp(`${base}/healthz`, 30_000, ingress);
     for (let i = 0; i < workers; i += 1) {
-      workerChildren.push(startChild(`scaled-${workers}-worker-${i}`, node, ['--import', 'tsx', 'src/workers/worker-main.ts'], { logDir: context.logDir, env: environment, cwd: context.switchboardDir }));
+      workerChildren.push(startChild(`${name}-worker-${i}`, node, ['--import', 'tsx', 'src/workers/worker-main.ts'], { logDir: context.logDir, env: environment, cwd: context.switchboardDir }));
     }
     await Promise.all(workerChildren.map((worker) => waitForLog(worker, /ready/, 30_000)));
   } catch (error) {
@@ -290,8 +298,8 @@ export async function startScaledOut(context: TargetContext, workers: number, sc
   await sleep(200);
   const workerPids = () => workerChildren.map((worker) => worker.pid);
   return {
-    name: `scaled-${workers}`,
-    label: `Switchboard scaled out, ingress + ${workers} worker${workers > 1 ? 's' : ''}`,
+    name,
+    label: `Switchboard scaled out, ingress + ${workers} worker${workers > 1 ? 's' : ''}${queue === 'lists' ? ', lists queue' : ''}`,
     url: `${base}${chatPath}`,
     headers: [`authorization: Bearer ${key}`],
     pids: () => [ingress.pid, ...workerPids()],

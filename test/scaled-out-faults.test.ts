@@ -12,7 +12,7 @@ import { testEnvironment } from './support/gateway-harness.js';
 import { StreamReader } from './support/stream-reader.js';
 import { DATABASE_URL, dropSchema, REDIS_URL, removeRedisPrefix, scaledOutAvailable, scaledOutSkipNotice, startScaledDeployment, stopProcess, type ManagedProcess, type ScaledDeployment } from './support/scaled-harness.js';
 
-// Faults of the scaled-out deployment, against real processes: workers killed (SIGKILL) before and
+// Faults of the scaled-out deployment, against real processes and on both queues: workers killed (SIGKILL) before and
 // after the first token, clients that disconnect, SIGTERM on workers and ingresses, a deep queue,
 // Redis going away and coming back, and key changes across ingress instances.
 
@@ -66,7 +66,8 @@ if (!scaledOutAvailable) {
     it('needs REDIS_URL and DATABASE_URL', () => undefined);
   });
 } else {
-  describe('scaled-out faults: 2 ingress + 2 worker processes', () => {
+  // Every fault against both queues the deployment can run on (SWITCHBOARD_QUEUE).
+  describe.each(['bullmq', 'lists'])('scaled-out faults: 2 ingress + 2 worker processes, queue %s', (queue) => {
     let double: OpenAiProviderDouble;
     let deployment: ScaledDeployment;
     let key: CreatedKey;
@@ -89,7 +90,7 @@ if (!scaledOutAvailable) {
         tagWorkers: true,
         firstTokenMs: 8000,
         totalMs: 20_000,
-        environment: { LOG_LEVEL: process.env.SB_DEBUG_LOG ?? 'silent', SWITCHBOARD_WORKER_CONCURRENCY: '400' },
+        environment: { LOG_LEVEL: process.env.SB_DEBUG_LOG ?? 'silent', SWITCHBOARD_WORKER_CONCURRENCY: '400', SWITCHBOARD_QUEUE: queue },
       });
       key = await createKey(deployment, { name: 'faults' });
     }, 60_000);

@@ -4,12 +4,15 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { GatewayError } from '../src/shared/errors.js';
 import type { CompletionJob, JobEvent } from '../src/shared/job.js';
 import { Queue } from 'bullmq';
+import type { QueueKind } from '../src/shared/transport/job-queue.js';
+import { ListQueueNames } from '../src/shared/transport/list-job-queue.js';
 import { InProcessTransport } from '../src/shared/transport/in-process-transport.js';
 import { RedisNames } from '../src/shared/transport/redis-connections.js';
 import { RedisIngressTransport, RedisWorkerTransport } from '../src/shared/transport/redis-transport.js';
 import type { IngressTransport, JobHandler, WorkerTransport } from '../src/shared/transport/transport.js';
 
-// One suite, run against every transport (the embedded in-process one and BullMQ + Redis pub/sub),
+// One suite, run against every transport (the embedded in-process one, and Redis pub/sub with
+// either queue: BullMQ or our lists),
 // so the two cannot drift apart: ordering and sequence numbers, cancellation before and while a job
 // runs, many jobs at once, events reaching only the ingress that enqueued, load shedding, and the
 // first-token claim.
@@ -275,12 +278,10 @@ if (REDIS_URL) {
   const runPrefix = `sbtest-transport-${randomBytes(4).toString('hex')}`;
   let worlds = 0;
   const prefixes = new WeakMap<World, string>();
-  describeTransportConformance({
-    name: 'redis (BullMQ + pub/sub)',
-    reruns: true,
-    async settled(world, jobId) {
-      // BullMQ removes a completed job just after its processor returns, i.e. after the last event.
-      const names = new RedisNames(prefixes.get(world)!);
+  /** Resolves once no worker holds the job any more (it left the queue after its last event). */
+  const settledIn: Record<QueueKind, (prefix: string, jobId: string) => Promise<void>> = {
+    async bullmq(prefix, jobId) {
+      const names = new RedisNames(prefix);
       const connection = new Redis(REDIS_URL);
       const queue = new Queue(names.queue, { connection, prefix: names.bullPrefix });
       try {
@@ -291,32 +292,55 @@ if (REDIS_URL) {
         await connection.quit();
       }
     },
-    create({ maxQueued }) {
-      const prefix = `${runPrefix}-${worlds++}`;
-      const ingresses = new Map<number, Promise<RecordingIngress>>();
-      const workers: WorkerTransport[] = [];
-      const world: World = {
-        ingress(index) {
-          if (!ingresses.has(index)) ingresses.set(index, new RecordingIngress(new RedisIngressTransport({ redisUrl: REDIS_URL, prefix, maxQueued })).start());
-          return ingresses.get(index)!;
-        },
-        async startWorkers(handler, concurrency) {
-          // Two worker processes' worth of transports, as in a scaled-out deployment.
-          for (let i = 0; i < 2; i++) {
-            const worker = new RedisWorkerTransport({ redisUrl: REDIS_URL, prefix });
-            workers.push(worker);
-            await worker.start(handler, { concurrency });
+    async lists(prefix, jobId) {
+      const names = new ListQueueNames(prefix);
+      const redis = new Redis(REDIS_URL);
+      try {
+        const held = async () => {
+          for (const worker of await redis.smembers(names.workers)) {
+            if ((await redis.lrange(names.active(worker), 0, -1)).some((element) => element.includes(jobId))) return true;
           }
-        },
-        async close() {
-          await Promise.all(workers.map((worker) => worker.close(2000)));
-          for (const ingress of ingresses.values()) await (await ingress).transport.close();
-        },
-      };
-      prefixes.set(world, prefix);
-      return world;
+          return false;
+        };
+        const deadline = Date.now() + 5000;
+        while ((await held()) && Date.now() < deadline) await sleep(10);
+      } finally {
+        await redis.quit();
+      }
     },
-  });
+  };
+  for (const queue of ['bullmq', 'lists'] as const) {
+    describeTransportConformance({
+      name: `redis (${queue === 'bullmq' ? 'BullMQ' : 'lists'} + pub/sub)`,
+      reruns: true,
+      settled: (world, jobId) => settledIn[queue](prefixes.get(world)!, jobId),
+      create({ maxQueued }) {
+        const prefix = `${runPrefix}-${worlds++}`;
+        const ingresses = new Map<number, Promise<RecordingIngress>>();
+        const workers: WorkerTransport[] = [];
+        const world: World = {
+          ingress(index) {
+            if (!ingresses.has(index)) ingresses.set(index, new RecordingIngress(new RedisIngressTransport({ redisUrl: REDIS_URL, prefix, maxQueued, queue })).start());
+            return ingresses.get(index)!;
+          },
+          async startWorkers(handler, concurrency) {
+            // Two worker processes' worth of transports, as in a scaled-out deployment.
+            for (let i = 0; i < 2; i++) {
+              const worker = new RedisWorkerTransport({ redisUrl: REDIS_URL, prefix, queue });
+              workers.push(worker);
+              await worker.start(handler, { concurrency });
+            }
+          },
+          async close() {
+            await Promise.all(workers.map((worker) => worker.close(2000)));
+            for (const ingress of ingresses.values()) await (await ingress).transport.close();
+          },
+        };
+        prefixes.set(world, prefix);
+        return world;
+      },
+    });
+  }
 
   afterAll(async () => {
     // Everything this run wrote lives under its prefix.

@@ -16,6 +16,7 @@ import { InProcessTransport } from './transport/in-process-transport.js';
 import { asUnavailable, openRedis, quitQuietly, RedisNames, waitUntilReady } from './transport/redis-connections.js';
 import type { LostJob } from './transport/lost-job-tracker.js';
 import type { IngressTransport, WorkerTransport } from './transport/transport.js';
+import { queueKinds, type QueueKind } from './transport/job-queue.js';
 
 // Picks the parts behind each interface: PostgreSQL when DATABASE_URL is set, else the embedded
 // database file in the data folder; Redis counters and the BullMQ transport when REDIS_URL is set
@@ -24,6 +25,8 @@ import type { IngressTransport, WorkerTransport } from './transport/transport.js
 export interface ScaleOutSettings {
   /** Prefix of every Redis key, channel and BullMQ queue (SWITCHBOARD_REDIS_PREFIX). */
   redisPrefix: string;
+  /** The queue between ingress and workers (SWITCHBOARD_QUEUE): BullMQ, or lists of our own. */
+  queue: QueueKind;
   /** PostgreSQL schema holding the tables (SWITCHBOARD_DATABASE_SCHEMA); the default search path when unset. */
   databaseSchema?: string;
   /** Ingress: silence after which a running job's worker is taken for dead (SWITCHBOARD_WORKER_SILENCE_MS). */
@@ -48,11 +51,18 @@ function positiveInteger(environment: NodeJS.ProcessEnv, name: string, fallback:
   return value;
 }
 
+function queueKind(raw: string | undefined): QueueKind {
+  if (raw === undefined || raw === '') return 'bullmq';
+  if ((queueKinds as readonly string[]).includes(raw)) return raw as QueueKind;
+  throw new Error(`SWITCHBOARD_QUEUE must be one of ${queueKinds.join(', ')}, got '${raw}'.`);
+}
+
 export function readScaleOutSettings(environment: NodeJS.ProcessEnv = process.env): ScaleOutSettings {
   const redisPrefix = environment.SWITCHBOARD_REDIS_PREFIX || 'switchboard';
   new RedisNames(redisPrefix); // validates
   return {
     redisPrefix,
+    queue: queueKind(environment.SWITCHBOARD_QUEUE),
     databaseSchema: environment.SWITCHBOARD_DATABASE_SCHEMA || undefined,
     workerSilenceMs: positiveInteger(environment, 'SWITCHBOARD_WORKER_SILENCE_MS', 4000),
     rerunWaitMs: positiveInteger(environment, 'SWITCHBOARD_RERUN_WAIT_MS', 15_000),

@@ -1,5 +1,3 @@
-import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import type { Redis } from 'ioredis';
 import type { Admission, AdmissionInput, Counters, SettleReceipt, Settlement, SpendSource } from './counters.js';
 import { BatchedRecordRemoval } from './batched-record-removal.js';
@@ -18,6 +16,7 @@ import {
   type Decision,
 } from './memory-counters.js';
 import { periodBoundsMs, periodStart } from './period.js';
+import { loadLuaScript, preloadLuaScripts, runLuaScript, type LuaScript } from '../redis-lua.js';
 
 // Counters in Redis for the scaled-out deployment: every ingress instance admits through the
 // same keys, so limits and budgets hold across all of them. Admission is ONE Lua call
@@ -31,19 +30,9 @@ import { periodBoundsMs, periodStart } from './period.js';
 // The caller owns the ioredis connection: close() stops this instance, and the caller quits the
 // connection (it may be shared with other users).
 
-interface LuaScript {
-  lua: string;
-  sha: string;
-}
-
-function loadScript(name: string): LuaScript {
-  // Read once at start; the scripts ship next to this file (src/shared/counters/lua).
-  const lua = readFileSync(new URL(`./lua/${name}.lua`, import.meta.url), 'utf8');
-  return { lua, sha: createHash('sha1').update(lua).digest('hex') };
-}
-
-const ADMIT = loadScript('admit');
-const SETTLE = loadScript('settle');
+// The scripts ship next to this file (src/shared/counters/lua).
+const ADMIT = loadLuaScript(new URL('./lua/admit.lua', import.meta.url));
+const SETTLE = loadLuaScript(new URL('./lua/settle.lua', import.meta.url));
 
 /** Spend is held a little past its period's end, so a settlement at the boundary still finds it. */
 const SPEND_GRACE_MS = 3_600_000;
@@ -80,16 +69,9 @@ export function createRedisCounters(options: {
 
   // Ship both scripts once now, so the first admission is already an EVALSHA. If this loses the
   // race (or Redis restarts and forgets them) run() falls back to EVAL, which caches them again.
-  for (const s of [ADMIT, SETTLE]) redis.script('LOAD', s.lua).catch(() => undefined);
+  preloadLuaScripts(redis, [ADMIT, SETTLE]);
 
-  async function run(script: LuaScript, keys: string[], args: (string | number)[]): Promise<unknown> {
-    try {
-      return await redis.evalsha(script.sha, keys.length, ...keys, ...args);
-    } catch (err) {
-      if (!(err instanceof Error) || !err.message.includes('NOSCRIPT')) throw err;
-      return redis.eval(script.lua, keys.length, ...keys, ...args);
-    }
-  }
+  const run = (script: LuaScript, keys: string[], args: (string | number)[]) => runLuaScript(redis, script, keys, args);
 
   function keysFor(keyId: string) {
     const base = `${keyPrefix}{${keyId}}:`;

@@ -21,6 +21,7 @@ export function createRedisIngressTransport(
   return new RedisIngressTransport({
     redisUrl,
     prefix: settings.redisPrefix,
+    queue: settings.queue,
     maxQueued: config.maxQueuedJobs,
     logger,
     watchdog: { silenceMs: settings.workerSilenceMs, rerunWaitMs: settings.rerunWaitMs, queueWaitMs: settings.queueWaitMs },
@@ -39,6 +40,7 @@ export function createRedisWorkerTransport(
   return new RedisWorkerTransport({
     redisUrl,
     prefix: settings.redisPrefix,
+    queue: settings.queue,
     logger,
     heartbeatMs: settings.heartbeatMs,
     lockDurationMs: settings.jobLockMs,

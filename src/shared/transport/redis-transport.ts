@@ -1,9 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { GatewayError } from '../errors.js';
 import type { QueuedJob, JobEvent } from '../job.js';
+import { BullMqProducer } from './bullmq-job-queue.js';
+import type { JobProducer, QueueKind } from './job-queue.js';
+import { ListJobProducer } from './list-job-queue.js';
 import { defaultWatchdogTimings, JobWatchdog, type WatchdogTimings } from './job-watchdog.js';
 import { LostJobTracker, type LostJob } from './lost-job-tracker.js';
 import { asUnavailable, openRedis, quitQuietly, RedisNames, waitUntilReady } from './redis-connections.js';
@@ -11,15 +13,17 @@ import type { IngressTransport, JobEventListener } from './transport.js';
 
 export { RedisWorkerTransport, type RedisWorkerOptions } from './redis-worker-transport.js';
 
-// The scaled-out transport, ingress side: jobs go into a BullMQ queue; events come back on ONE
-// pub/sub channel per ingress process (subscribed once, before any job is enqueued), each message
-// a batch of events that name their job. Same contract and conformance suite as the in-process
+// The scaled-out transport, ingress side: jobs go into the queue (BullMQ, or lists of our own:
+// job-queue.ts); events come back on ONE pub/sub channel per ingress process (subscribed once,
+// before any job is enqueued), each message a batch of events that name their job. Same contract and conformance suite as the in-process
 // transport. Measurements behind these choices: docs/scale-out.md.
 
 export interface RedisIngressOptions {
   redisUrl: string;
   /** Prefix of every key, channel and queue (SWITCHBOARD_REDIS_PREFIX). */
   prefix: string;
+  /** The queue that carries jobs to workers (SWITCHBOARD_QUEUE); every process of a deployment must use the same. */
+  queue?: QueueKind;
   /** Jobs allowed to wait for a worker before enqueue answers `overloaded` (SWITCHBOARD_MAX_QUEUED_JOBS). */
   maxQueued: number;
   logger?: Logger;
@@ -42,7 +46,7 @@ export class RedisIngressTransport implements IngressTransport {
   readonly names: RedisNames;
   private readonly commands: Redis;
   private readonly subscriber: Redis;
-  private queue?: Queue;
+  private producer?: JobProducer;
   private listener?: JobEventListener;
   private readonly watchdog: JobWatchdog;
   private readonly lostJobs = new LostJobTracker();
@@ -83,19 +87,16 @@ export class RedisIngressTransport implements IngressTransport {
     });
     await this.subscriber.subscribe(this.names.events(this.ingressId), this.names.keyChannel);
     this.subscribedOnce = true;
-    this.queue = new Queue(this.names.queue, {
-      connection: this.commands,
-      prefix: this.names.bullPrefix,
-      defaultJobOptions: { attempts: 1, removeOnComplete: true, removeOnFail: true },
-    });
-    this.queue.on('error', (error) => this.options.logger?.warn({ err: error.message }, 'queue error'));
+    this.producer = this.options.queue === 'lists'
+      ? new ListJobProducer(this.options.prefix, this.commands)
+      : new BullMqProducer(this.names, this.commands, this.options.logger);
     await this.refreshDepth();
     this.watchdog.start();
   }
 
   async enqueue(job: QueuedJob): Promise<void> {
-    const queue = this.queue;
-    if (!queue || this.closing) throw new GatewayError('service_unavailable', 'The gateway is shutting down.');
+    const producer = this.producer;
+    if (!producer || this.closing) throw new GatewayError('service_unavailable', 'The gateway is shutting down.');
     try {
       if (Date.now() - this.measuredAt > DEPTH_REFRESH_MS) this.refreshDepth().catch(() => undefined);
       if (this.depth() >= this.options.maxQueued) {
@@ -108,7 +109,7 @@ export class RedisIngressTransport implements IngressTransport {
       this.watchdog.watch(job.id);
       if (this.options.onWorkerLost && job.kind !== 'embeddings') this.lostJobs.track(job);
       this.adds += 1;
-      await queue.add('completion', job, { jobId: job.id });
+      await producer.add(job);
     } catch (error) {
       this.watchdog.forget(job.id);
       this.lostJobs.forget(job.id);
@@ -118,7 +119,7 @@ export class RedisIngressTransport implements IngressTransport {
 
   /** One LLEN-like count per scrape, not per request. */
   async waitingCount(): Promise<number> {
-    return this.queue ? this.queue.getWaitingCount() : 0;
+    return this.producer ? this.producer.waitingCount() : 0;
   }
 
   cancel(jobId: string): void {
@@ -159,7 +160,7 @@ export class RedisIngressTransport implements IngressTransport {
     if (this.closing) return;
     this.closing = true;
     this.watchdog.stop();
-    await this.queue?.close().catch(() => undefined);
+    await this.producer?.close().catch(() => undefined);
     await Promise.all([quitQuietly(this.subscriber), quitQuietly(this.commands)]);
   }
 
@@ -169,10 +170,10 @@ export class RedisIngressTransport implements IngressTransport {
 
   private refreshDepth(): Promise<void> {
     if (this.refreshing) return this.refreshing;
-    const queue = this.queue!;
+    const producer = this.producer!;
     const snapshot = this.adds;
-    this.refreshing = queue
-      .getWaitingCount()
+    this.refreshing = producer
+      .waitingCount()
       .then((count) => {
         this.measured = count;
         this.addsAtMeasure = snapshot;

@@ -1,26 +1,30 @@
 import { randomUUID } from 'node:crypto';
-import { Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { ErrorDescription } from '../errors.js';
 import type { QueuedJob, JobEventBody } from '../job.js';
 import { revokedKey } from '../counters/redis-counters.js';
+import { BullMqConsumer } from './bullmq-job-queue.js';
+import type { JobConsumer, QueueKind } from './job-queue.js';
+import { ListJobConsumer } from './list-job-queue.js';
 import { openRedis, quitQuietly, RedisNames, waitUntilReady } from './redis-connections.js';
 import { RedisEventBatcher, type DeliveryProblem } from './redis-event-batcher.js';
 import type { JobControl, JobHandler, WorkerTransport } from './transport.js';
 
-// The scaled-out transport, worker side: a BullMQ worker pulls jobs (BullMQ retries off: the
-// fallback chain is the retry policy), events go back batched per ingress channel, a heartbeat per
+// The scaled-out transport, worker side: a queue consumer (BullMQ's worker, or lists of our own:
+// job-queue.ts) takes jobs, events go back batched per ingress channel, a heartbeat per
 // quiet running job lets the ingress tell a dead worker from a slow provider, and a broadcast
 // channel carries cancellations to whichever worker holds a job.
 
 export interface RedisWorkerOptions {
   redisUrl: string;
   prefix: string;
+  /** The queue that carries jobs to workers (SWITCHBOARD_QUEUE); every process of a deployment must use the same. */
+  queue?: QueueKind;
   logger?: Logger;
   /** A running job that published nothing for this long gets a heartbeat event. */
   heartbeatMs?: number;
-  /** BullMQ lock of a running job; a dead worker's job is re-queued once it lapses. */
+  /** How long a worker may be silent before its running jobs are re-queued (BullMQ: the job lock). */
   lockDurationMs?: number;
   /** How often BullMQ looks for jobs whose lock lapsed (stalled). */
   stalledIntervalMs?: number;
@@ -60,10 +64,10 @@ export class RedisWorkerTransport implements WorkerTransport {
   readonly names: RedisNames;
   private readonly commands: Redis;
   private readonly subscriber: Redis;
-  private readonly bullConnection: Redis;
+  private readonly queueConnection: Redis;
   private readonly batcher: RedisEventBatcher;
   private readonly running = new Map<string, Run>();
-  private worker?: Worker;
+  private consumer?: JobConsumer;
   private heartbeat?: NodeJS.Timeout;
   private closing?: Promise<void>;
 
@@ -71,7 +75,7 @@ export class RedisWorkerTransport implements WorkerTransport {
     this.names = new RedisNames(options.prefix);
     this.commands = openRedis(options.redisUrl, 'fail-fast', `sb:${this.workerId}:commands`, options.logger);
     this.subscriber = openRedis(options.redisUrl, 'subscriber', `sb:${this.workerId}:cancel`, options.logger);
-    this.bullConnection = openRedis(options.redisUrl, 'worker', `sb:${this.workerId}:queue`, options.logger);
+    this.queueConnection = openRedis(options.redisUrl, 'worker', `sb:${this.workerId}:queue`, options.logger);
     this.batcher = new RedisEventBatcher(this.commands, this.onDeliveryProblem);
   }
 
@@ -82,24 +86,14 @@ export class RedisWorkerTransport implements WorkerTransport {
 
   async start(handler: JobHandler, options: { concurrency: number }): Promise<void> {
     const url = this.options.redisUrl;
-    await Promise.all([waitUntilReady(this.commands, url), waitUntilReady(this.subscriber, url), waitUntilReady(this.bullConnection, url)]);
+    await Promise.all([waitUntilReady(this.commands, url), waitUntilReady(this.subscriber, url), waitUntilReady(this.queueConnection, url)]);
     this.subscriber.on('message', (_channel: string, jobId: string) => this.running.get(jobId)?.controller.abort());
     await this.subscriber.subscribe(this.names.cancelChannel);
-    const lockDuration = this.options.lockDurationMs ?? 3000;
-    this.worker = new Worker(this.names.queue, (job: Job) => this.process(job.data as QueuedJob, handler), {
-      connection: this.bullConnection,
-      prefix: this.names.bullPrefix,
-      concurrency: Math.max(1, options.concurrency),
-      lockDuration,
-      stalledInterval: this.options.stalledIntervalMs ?? 1000,
-      // One re-run of a job whose worker died; the first-token claim keeps it from repeating content.
-      maxStalledCount: 1,
-      removeOnComplete: { count: 0 },
-      removeOnFail: { count: 0 },
-      name: this.workerId,
-    });
-    this.worker.on('error', (error) => this.options.logger?.warn({ err: error.message }, 'worker queue error'));
-    await this.worker.waitUntilReady();
+    const timings = { lockDurationMs: this.options.lockDurationMs ?? 3000, stalledIntervalMs: this.options.stalledIntervalMs ?? 1000 };
+    this.consumer = this.options.queue === 'lists'
+      ? new ListJobConsumer({ ...timings, prefix: this.options.prefix, workerId: this.workerId, commands: this.commands, blocking: this.queueConnection, logger: this.options.logger })
+      : new BullMqConsumer(this.names, this.queueConnection, this.workerId, timings, this.options.logger);
+    await this.consumer.start((job) => this.process(job, handler), Math.max(1, options.concurrency));
     const every = this.options.heartbeatMs ?? 1000;
     this.heartbeat = setInterval(() => this.sendHeartbeats(every), Math.max(50, Math.floor(every / 2)));
     this.heartbeat.unref();
@@ -111,17 +105,17 @@ export class RedisWorkerTransport implements WorkerTransport {
   }
 
   private async shutDown(deadlineMs: number): Promise<void> {
-    const worker = this.worker;
-    if (worker) {
+    const consumer = this.consumer;
+    if (consumer) {
       // Stops taking jobs at once and resolves when the running ones have finished.
-      const finished = worker.close();
+      const finished = consumer.close();
       const timer = setTimeout(() => this.abandonAll('The worker shutting down could not finish this request in time.'), deadlineMs);
       await finished.catch((error: Error) => this.options.logger?.warn({ err: error.message }, 'worker close failed'));
       clearTimeout(timer);
     }
     clearInterval(this.heartbeat);
     await this.batcher.flushAll();
-    await Promise.all([quitQuietly(this.subscriber), quitQuietly(this.commands), quitQuietly(this.bullConnection)]);
+    await Promise.all([quitQuietly(this.subscriber), quitQuietly(this.commands), quitQuietly(this.queueConnection)]);
   }
 
   private async process(job: QueuedJob, handler: JobHandler): Promise<void> {
