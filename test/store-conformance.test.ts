@@ -443,6 +443,14 @@ function storeConformance(name: string, makeTarget: () => StoreTarget): void {
         await checkAll(store);
       });
 
+      it("are the same when a turn's records for many keys, days and models arrive at once", async () => {
+        const store = await open();
+        // One event-loop turn: the stores write these together (one transaction or statement).
+        await Promise.all([...rows, ...rows.slice(0, 5)].map((r) => store.recordUsage(r)));
+        await checkAll(store);
+        expect((await store.listLedger({ limit: 1000 })).length).toBe(rows.length);
+      });
+
       it('are rebuilt from the ledger, and backfilled when a ledger predates them', async () => {
         const db = target.fresh();
         const store = await open(db);

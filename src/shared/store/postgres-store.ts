@@ -8,6 +8,7 @@ import {
   type ColumnEncoding, type Row,
 } from './store-records.js';
 import { ledgerPageSql, toIsoTime, usageRows, usageSql, type SqlDialect } from './usage-plan.js';
+import { batchedLedgerSql, LedgerWriteBatcher } from './postgres-ledger-batch.js';
 import { POSTGRES_USAGE_SPLIT_SQL, rollupFromLedgerSql, splitRollupAssignments, SPLIT_COLUMNS, USAGE_SPLIT_MIGRATION } from './usage-split-migration.js';
 import { ENDED_SESSIONS_MIGRATION, POSTGRES_ENDED_SESSIONS_SQL } from './ended-sessions.js';
 import { GOVERNANCE_MIGRATION, POSTGRES_GOVERNANCE_SQL } from './governance-schema.js';
@@ -177,6 +178,8 @@ export async function openPostgresStore(databaseUrl: string, options: PostgresSt
 interface PostgresStore extends GovernanceMethods, AccessStore {}
 
 class PostgresStore implements Store {
+  private readonly ledgerWrites = new LedgerWriteBatcher((entries) => this.recordMany(entries), (entry) => this.recordOne(entry));
+
   constructor(
     private readonly pool: pg.Pool,
     private readonly schema: string | undefined,
@@ -239,8 +242,17 @@ class PostgresStore implements Store {
     return this.oneKey('UPDATE api_keys SET revoked_at = COALESCE(revoked_at, $2) WHERE id = $1 RETURNING *', [id, toIsoTime(at)]);
   }
 
+  /** Records of one event-loop turn share one statement (postgres-ledger-batch.ts). */
   async recordUsage(entry: LedgerEntry): Promise<void> {
     assertNanos(entry.costNanos);
+    return this.ledgerWrites.add(entry);
+  }
+
+  private async recordMany(entries: LedgerEntry[]): Promise<void> {
+    await this.pool.query(batchedLedgerSql(entries.length), entries.flatMap((entry) => ledgerValues(entry, ENCODING)));
+  }
+
+  private async recordOne(entry: LedgerEntry): Promise<void> {
     // One statement is one transaction and one round trip. The UPDATE and the rollup upsert read
     // only the row the INSERT returned, so a duplicate ledger id (a retried settlement) charges
     // nothing and counts nothing. Every record takes its two row locks (rollup row, key row) in
@@ -360,6 +372,7 @@ class PostgresStore implements Store {
   }
 
   async close(): Promise<void> {
+    await this.ledgerWrites.drain();
     await this.pool.end();
   }
 
