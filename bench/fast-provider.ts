@@ -8,7 +8,8 @@ import { chunkText, completionText } from './protocol.js';
 // behaviour (a leading `svc/` is ignored, so one body serves every target):
 //   - any model, stream false: one JSON completion.
 //   - `paced-K-P`, stream true: a role chunk, then K content chunks P ms apart (the first at once),
-//     a finish chunk, a usage chunk and [DONE].
+//     a finish chunk, a usage chunk and [DONE]. P = 0: each chunk on the next event-loop turn after
+//     the one before (one write each, no timer).
 //   - `idle`, stream true: a role chunk and one content chunk, then silence until the client goes
 //     away (or `--idle-max-ms`, after which the stream finishes normally).
 //   - any other model, stream true: as `paced-<--chunks>-<--pause-ms>`.
@@ -98,7 +99,10 @@ app.post('/*', (res, req) => {
           res.write(`${prefix}{"index":0,"delta":{"content":"${chunkText(sent)}"},"logprobs":null,"finish_reason":null}${suffix}`);
           sent += 1;
           if (sent < mode.chunks || mode.idle) {
-            timer = setTimeout(sendNext, mode.pauseMs);
+            // A 0 ms pause means no delay at all: setTimeout would wait at least 1 ms, so the next
+            // chunk goes out on the next turn of the event loop, still as a write of its own.
+            if (mode.pauseMs === 0 && !mode.idle) setImmediate(sendNext);
+            else timer = setTimeout(sendNext, mode.pauseMs);
             return;
           }
         }

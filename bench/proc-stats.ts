@@ -98,3 +98,18 @@ export function machineTicks(): { busy: number; total: number } {
   const busy = user + nice + system + irq + softirq + (steal ?? 0);
   return { busy, total: busy + idle + (iowait ?? 0) };
 }
+
+/**
+ * The soft limit on open files this process (and so every process it starts) runs under, or
+ * undefined when unlimited or unreadable: an idle stream holds a socket in the load client, the
+ * ingress and the provider double each.
+ */
+export function openFileLimit(): number | undefined {
+  try {
+    const line = readFileSync('/proc/self/limits', 'utf8').split('\n').find((candidate) => candidate.startsWith('Max open files'));
+    const soft = line?.split(/\s{2,}/)[1];
+    return soft && /^\d+$/.test(soft) ? Number(soft) : undefined;
+  } catch {
+    return undefined;
+  }
+}

@@ -1,214 +1,20 @@
 import { microsPerTick } from './proc-stats.js';
+import { isWrk, plainFigures, streamFigures, type BenchResults, type StreamFigures } from './figures.js';
+import { verdicts } from './issue-12-targets.js';
+
+export type { BenchResults, IdleRecord, Measured, RunRecord } from './figures.js';
 
 // Turns a run's measurements into the Markdown tables of BENCHMARKS.md. Every figure is computed
 // from this run alone: added latency and throughput ratios are against the provider measured
 // directly in the same run, interleaved with the others.
-
-/** One load run's result with the CPU ticks of every process involved, over its wall time. */
-export interface Measured<T> {
-  result: T;
-  gatewayTicks: number;
-  partTicks: Record<string, number>;
-  providerTicks: number;
-  clientTicks: number;
-  machineBusyTicks: number;
-  machineTotalTicks: number;
-  wallMs: number;
-}
-
-export interface RunRecord extends Measured<WrkLike | StreamLike> {
-  round: number;
-  scenario: string;
-  target: string;
-}
-
-interface WrkLike {
-  requests: number;
-  duration_us: number;
-  errors: { connect: number; read: number; write: number; status: number; timeout: number };
-  latency_us: { p50: number; p90: number; p99: number; p999: number; max: number; mean: number };
-}
-
-interface StreamLike {
-  completed: number;
-  errors: number;
-  errorSamples: Record<string, number>;
-  ttfcMs: { p50: number | null; p99: number | null };
-  streamsPerSecond: number;
-  elapsedMs: number;
-  [extra: string]: unknown;
-}
-
-export interface IdleRecord {
-  target: string;
-  requested: number;
-  open: number;
-  rssBefore: number;
-  rssAfter: number;
-  partsBefore: Record<string, number>;
-  partsAfter: Record<string, number>;
-  client: Record<string, unknown>;
-}
-
-export interface BenchResults {
-  machine: Record<string, string>;
-  options: Record<string, unknown>;
-  loadBefore: number[];
-  loadAfter: number[];
-  skipped: Record<string, string>;
-  targets: Array<{ name: string; label: string; notes: string[] }>;
-  runs: RunRecord[];
-  idle: IdleRecord[];
-  redisTracked: boolean;
-}
-
-const isWrk = (result: WrkLike | StreamLike): result is WrkLike => 'latency_us' in result;
-
-function median(values: number[]): number {
-  if (values.length === 0) return NaN;
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
-}
 
 const fmt = (value: number, digits = 2) => (Number.isFinite(value) ? value.toFixed(digits) : 'n/a');
 const signed = (value: number, digits = 2) => (Number.isFinite(value) ? `${value >= 0 ? '+' : ''}${value.toFixed(digits)}` : 'n/a');
 const int = (value: number) => (Number.isFinite(value) ? Math.round(value).toLocaleString('en-US') : 'n/a');
 const mib = (bytes: number) => (bytes / 2 ** 20).toFixed(0);
 
-export interface PlainFigures {
-  p50Ms: number;
-  p99Ms: number;
-  rps: number;
-  cpuUsPerRequest: number;
-  parts: Record<string, number>;
-  errors: number;
-  requests: number;
-}
-
-export function plainFigures(runs: RunRecord[], target: string, scenario: string): PlainFigures | undefined {
-  const mine = runs.filter((run) => run.target === target && run.scenario === scenario && isWrk(run.result));
-  if (mine.length === 0) return undefined;
-  const results = mine.map((run) => run.result as WrkLike);
-  const requests = results.reduce((sum, result) => sum + result.requests, 0);
-  const durationUs = results.reduce((sum, result) => sum + result.duration_us, 0);
-  const ticks = mine.reduce((sum, run) => sum + run.gatewayTicks, 0);
-  const parts: Record<string, number> = {};
-  for (const run of mine) for (const [name, value] of Object.entries(run.partTicks)) parts[name] = (parts[name] ?? 0) + value;
-  for (const name of Object.keys(parts)) parts[name] = (parts[name]! * microsPerTick) / requests;
-  return {
-    p50Ms: median(results.map((result) => result.latency_us.p50)) / 1000,
-    p99Ms: median(results.map((result) => result.latency_us.p99)) / 1000,
-    rps: (requests / durationUs) * 1e6,
-    cpuUsPerRequest: (ticks * microsPerTick) / requests,
-    parts,
-    errors: results.reduce((sum, result) => sum + result.errors.connect + result.errors.read + result.errors.write + result.errors.status + result.errors.timeout, 0),
-    requests,
-  };
-}
-
-export interface StreamFigures {
-  ttfcP50: number;
-  ttfcP99: number;
-  streamsPerSecond: number;
-  cpuUsPerStream: number;
-  parts: Record<string, number>;
-  completed: number;
-  errors: number;
-  errorSamples: Record<string, number>;
-}
-
-export function streamFigures(runs: RunRecord[], target: string, scenario: string): StreamFigures | undefined {
-  const mine = runs.filter((run) => run.target === target && run.scenario === scenario && !isWrk(run.result));
-  if (mine.length === 0) return undefined;
-  const results = mine.map((run) => run.result as StreamLike);
-  const completed = results.reduce((sum, result) => sum + result.completed, 0);
-  const elapsed = results.reduce((sum, result) => sum + result.elapsedMs, 0);
-  const ticks = mine.reduce((sum, run) => sum + run.gatewayTicks, 0);
-  const parts: Record<string, number> = {};
-  for (const run of mine) for (const [name, value] of Object.entries(run.partTicks)) parts[name] = (parts[name] ?? 0) + value;
-  for (const name of Object.keys(parts)) parts[name] = (parts[name]! * microsPerTick) / completed;
-  const errorSamples: Record<string, number> = {};
-  for (const result of results) for (const [text, count] of Object.entries(result.errorSamples)) errorSamples[text] = (errorSamples[text] ?? 0) + count;
-  return {
-    ttfcP50: median(results.map((result) => result.ttfcMs.p50 ?? NaN)),
-    ttfcP99: median(results.map((result) => result.ttfcMs.p99 ?? NaN)),
-    streamsPerSecond: (completed / elapsed) * 1000,
-    cpuUsPerStream: (ticks * microsPerTick) / completed,
-    parts,
-    completed,
-    errors: results.reduce((sum, result) => sum + result.errors, 0),
-    errorSamples,
-  };
-}
-
 function table(header: string[], rows: string[][]): string {
   return [`| ${header.join(' | ')} |`, `| ${header.map((cell, index) => (index === 0 ? '---' : '---:')).join(' | ')} |`, ...rows.map((row) => `| ${row.join(' | ')} |`)].join('\n');
-}
-
-export interface Verdict {
-  what: string;
-  target: string;
-  measured: string;
-  met: boolean | undefined;
-}
-
-export function verdicts(bench: BenchResults): Verdict[] {
-  const { runs } = bench;
-  const list: Verdict[] = [];
-  const check = (what: string, target: string, value: number, limit: number, unit: string, atMost = true, digits = 2) => {
-    const ok = Number.isFinite(value) ? (atMost ? value <= limit : value >= limit) : undefined;
-    list.push({ what, target, measured: Number.isFinite(value) ? `${value.toFixed(digits)}${unit}` : 'not measured', met: ok });
-  };
-  const direct = {
-    c1: plainFigures(runs, 'direct', 'c1'),
-    rate: streamFigures(runs, 'direct', 'stream-rate'),
-    low: streamFigures(runs, 'direct', 'stream-rate-low'),
-  };
-  const embedded = {
-    c1: plainFigures(runs, 'embedded', 'c1'),
-    c32: plainFigures(runs, 'embedded', 'c32'),
-    rate: streamFigures(runs, 'embedded', 'stream-rate'),
-    low: streamFigures(runs, 'embedded', 'stream-rate-low'),
-  };
-  const portkey32 = plainFigures(runs, 'portkey', 'c32');
-  if (embedded.c32) {
-    check('Embedded: CPU per non-streaming request (c=32)', '<= 100 us', embedded.c32.cpuUsPerRequest, 100, ' us', true, 0);
-    if (portkey32) check('Embedded: CPU per request, Portkey / Switchboard (c=32)', '>= 10x', portkey32.cpuUsPerRequest / embedded.c32.cpuUsPerRequest, 10, 'x', false, 1);
-  }
-  if (embedded.c1 && direct.c1) {
-    check('Embedded: added p50 latency at c=1', '<= 0.2 ms', embedded.c1.p50Ms - direct.c1.p50Ms, 0.2, ' ms', true, 3);
-    check('Embedded: added p99 latency at c=1', '<= 1 ms', embedded.c1.p99Ms - direct.c1.p99Ms, 1, ' ms', true, 3);
-  }
-  if (embedded.low && direct.low) {
-    check(`Embedded: added time to first content, p50, at ${bench.options.streamRateLow} streams/s`, '<= 0.3 ms', embedded.low.ttfcP50 - direct.low.ttfcP50, 0.3, ' ms', true, 3);
-  }
-  if (embedded.rate && direct.rate) {
-    check(`Embedded: added time to first content, p50, at ${bench.options.streamRate} streams/s`, '<= 0.3 ms', embedded.rate.ttfcP50 - direct.rate.ttfcP50, 0.3, ' ms', true, 3);
-    check(`Embedded: CPU per 20-chunk stream at ${bench.options.streamRate} streams/s`, '<= 400 us', embedded.rate.cpuUsPerStream, 400, ' us', true, 0);
-  }
-  const scaledNames = [...new Set(runs.map((run) => run.target).filter((name) => name.startsWith('scaled-')))];
-  for (const name of scaledNames) {
-    const rate = streamFigures(runs, name, 'stream-rate');
-    const closed = streamFigures(runs, name, 'stream-c256');
-    if (rate && direct.rate) {
-      check(`${name}: added time to first content p50 at ${bench.options.streamRate}/s`, '<= 2 ms', rate.ttfcP50 - direct.rate.ttfcP50, 2, ' ms', true, 3);
-      check(`${name}: added time to first content p99 at ${bench.options.streamRate}/s`, '<= 10 ms', rate.ttfcP99 - direct.rate.ttfcP99, 10, ' ms', true, 3);
-      check(`${name}: CPU per 20-chunk stream, ingress + workers`, '<= 600 us', rate.cpuUsPerStream, 600, ' us', true, 0);
-      if (rate.parts.redis !== undefined) check(`${name}: CPU per stream, ingress + workers + Redis`, '<= 600 us', rate.cpuUsPerStream + rate.parts.redis, 600, ' us', true, 0);
-    }
-    if (closed) check(`${name}: streams per second (c=256)`, '>= 1,500/s', closed.streamsPerSecond, 1500, '/s', false, 0);
-  }
-  const bigIdle = bench.idle.filter((record) => record.target.startsWith('scaled-')).sort((a, b) => b.open - a.open)[0];
-  if (bigIdle && bigIdle.open >= 9_900) {
-    check(`${bigIdle.target}: ingress RSS with ${bigIdle.open.toLocaleString('en-US')} open idle streams`, '< 500 MB', (bigIdle.partsAfter.ingress ?? NaN) / 1e6, 500, ' MB', true, 0);
-  } else if (bigIdle && bigIdle.open > 0) {
-    const before = bigIdle.partsBefore.ingress ?? NaN;
-    const extrapolated = before + (((bigIdle.partsAfter.ingress ?? NaN) - before) / bigIdle.open) * 10_000;
-    const ok = extrapolated / 1e6 < 500;
-    list.push({ what: `${bigIdle.target}: ingress RSS with 10,000 open idle streams`, target: '< 500 MB', measured: `${(extrapolated / 1e6).toFixed(0)} MB extrapolated from ${bigIdle.open.toLocaleString('en-US')} streams`, met: ok });
-  }
-  return list;
 }
 
 export function renderReport(bench: BenchResults): string {
@@ -226,7 +32,9 @@ export function renderReport(bench: BenchResults): string {
   out.push('');
 
   out.push('### Targets', '');
-  out.push(table(['Goal', 'Target', 'Measured', ''], verdicts(bench).map((verdict) => [verdict.what, verdict.target, verdict.measured, verdict.met === undefined ? '?' : verdict.met ? 'met' : '**missed**'])));
+  out.push(`Issue 12's targets, each from this run alone. Scenarios: c1 / c32 = wrk, 1 / 32 connections, non-streaming; stream-rate = 20-chunk streams, chunks 5 ms apart, arriving at ${bench.options.streamRate}/s (each lasts about 100 ms: about 60 in flight); stream-c64-nodelay = 20-chunk streams with no delay between chunks, 64 back to back; --idle-big = idle streams held open on one scaled-out stack (scaled-4, else scaled-lists-4, else the last scaled one), RSS of its ingress process. Scaled-out CPU is ingress + workers + redis-server (the shared instance: its CPU includes any other client it served during the run).`, '');
+  const verdictLabel = (met: boolean | undefined) => (met === undefined ? 'not measured' : met ? 'met' : '**missed**');
+  out.push(table(['Goal', 'Target', 'Measured', 'Scenario', ''], verdicts(bench).map((verdict) => [verdict.what, verdict.target, verdict.measured, verdict.source, verdictLabel(verdict.met)])));
   out.push('');
 
   out.push('### Non-streaming completions (wrk, 1 thread)', '');
@@ -254,20 +62,22 @@ export function renderReport(bench: BenchResults): string {
   out.push(table(['c', 'target', 'p50 ms', 'p99 ms', 'added p50 ms', 'added p99 ms', 'req/s', 'x direct', 'CPU us/req', 'errors'], plainRows));
   out.push('');
 
-  out.push(`### Streams of 20 content chunks, 5 ms apart (bench/stream-client.ts)`, '');
-  out.push(`Time to first content (TTFC) runs from writing the request to the first non-empty content delta. Open loop: new streams arrive at a fixed rate (${bench.options.streamRateLow}/s, light, and ${bench.options.streamRate}/s); closed loop: 256 streams in flight back to back, for streams per second. Every stream's framing and content are checked; a stream that fails a check counts as an error. CPU is per completed stream.`, '');
+  out.push(`### Streams of 20 content chunks, 5 ms apart unless said (bench/stream-client.ts)`, '');
+  out.push(`Time to first content (TTFC) runs from writing the request to the first non-empty content delta. Open loop: new streams arrive at a fixed rate (${bench.options.streamRateLow}/s, light, and ${bench.options.streamRate}/s); closed loop: 256 streams in flight back to back, for streams per second; and \`stream-c64-nodelay\`: 64 in flight back to back, each stream's 20 chunks sent with no delay between them (one write per chunk, model \`paced-20-0\`). Every stream's framing and content are checked; a stream that fails a check counts as an error. CPU is per completed stream.`, '');
   const ttfcRows: string[][] = [];
   const throughputRows: string[][] = [];
   const baseLow = streamFigures(runs, 'direct', 'stream-rate-low');
   const baseRate = streamFigures(runs, 'direct', 'stream-rate');
   const baseClosed = streamFigures(runs, 'direct', 'stream-c256');
+  const baseNoDelay = streamFigures(runs, 'direct', 'stream-c64-nodelay');
   const added = (name: string, figures: StreamFigures | undefined, base: StreamFigures | undefined, which: 'ttfcP50' | 'ttfcP99') =>
     name === 'direct' || !figures || !base ? '' : signed(figures[which] - base[which], 3);
   for (const name of names) {
     const low = streamFigures(runs, name, 'stream-rate-low');
     const rate = streamFigures(runs, name, 'stream-rate');
     const closed = streamFigures(runs, name, 'stream-c256');
-    if (!low && !rate && !closed) continue;
+    const noDelay = streamFigures(runs, name, 'stream-c64-nodelay');
+    if (!low && !rate && !closed && !noDelay) continue;
     ttfcRows.push([
       label(name),
       low ? fmt(low.ttfcP50, 3) : 'n/a',
@@ -287,17 +97,20 @@ export function renderReport(bench: BenchResults): string {
       closed ? int(closed.streamsPerSecond) : 'n/a',
       closed && baseClosed ? fmt(closed.streamsPerSecond / baseClosed.streamsPerSecond, 2) : 'n/a',
       closed && name !== 'direct' ? int(closed.cpuUsPerStream) : '',
-      String((low?.errors ?? 0) + (rate?.errors ?? 0) + (closed?.errors ?? 0)),
+      noDelay ? int(noDelay.streamsPerSecond) : 'n/a',
+      noDelay && baseNoDelay ? fmt(noDelay.streamsPerSecond / baseNoDelay.streamsPerSecond, 2) : 'n/a',
+      noDelay && name !== 'direct' ? int(noDelay.cpuUsPerStream) : '',
+      String((low?.errors ?? 0) + (rate?.errors ?? 0) + (closed?.errors ?? 0) + (noDelay?.errors ?? 0)),
     ]);
   }
   const lowRate = bench.options.streamRateLow;
   const highRate = bench.options.streamRate;
   out.push(table(['target', `TTFC p50 ms @${lowRate}/s`, `p99 ms @${lowRate}/s`, 'added p50', 'added p99', `TTFC p50 ms @${highRate}/s`, `p99 ms @${highRate}/s`, 'added p50', 'added p99'], ttfcRows));
   out.push('');
-  out.push(table(['target', `CPU us/stream @${lowRate}/s`, `streams/s done @${highRate}/s`, `CPU us/stream @${highRate}/s`, 'streams/s c=256', 'x direct', 'CPU us/stream c=256', 'errors'], throughputRows));
+  out.push(table(['target', `CPU us/stream @${lowRate}/s`, `streams/s done @${highRate}/s`, `CPU us/stream @${highRate}/s`, 'streams/s c=256', 'x direct', 'CPU us/stream c=256', 'streams/s c=64 no delay', 'x direct', 'CPU us/stream c=64 no delay', 'errors'], throughputRows));
   const errorNotes: string[] = [];
   for (const name of names) {
-    for (const scenario of ['stream-rate-low', 'stream-rate', 'stream-c256']) {
+    for (const scenario of ['stream-rate-low', 'stream-rate', 'stream-c256', 'stream-c64-nodelay']) {
       const figures = streamFigures(runs, name, scenario);
       if (figures && figures.errors > 0) errorNotes.push(`- ${name} ${scenario}: ${Object.entries(figures.errorSamples).map(([text, count]) => `${count} x ${text}`).join('; ')}`);
     }

@@ -1,9 +1,12 @@
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { cpus, loadavg, tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { cleanBenchRedis, dropBenchSchema } from './bench-store.js';
+import { idleMemory } from './idle-memory.js';
+import { machineDescription, versionOf } from './machine.js';
 import { completionText } from './protocol.js';
-import { cpuTicks, machineTicks, microsPerTick, totalCpuTicks, totalRssBytes } from './proc-stats.js';
+import { cpuTicks, machineTicks, microsPerTick, openFileLimit, totalCpuTicks } from './proc-stats.js';
 import { killAllChildrenNow, repoRoot, sleep, startChild, stopAllChildren, waitForLog } from './processes.js';
 import { renderReport, type Measured, type RunRecord, type BenchResults, type IdleRecord } from './report.js';
 import {
@@ -35,9 +38,11 @@ import {
 //   --duration S         seconds per load run (default 5; --quick: 1 for wrk, 1.5 for streams)
 //   --targets a,b        subset of: direct,nginx,node-proxy,portkey,embedded,scaled-1,scaled-2,scaled-4 (BullMQ queue),
 //                        scaled-lists-1,scaled-lists-2,scaled-lists-4 (SWITCHBOARD_QUEUE=lists)
-//   --scenarios a,b      subset of: c1,c32,c256,stream-rate-low,stream-rate,stream-c256
+//   --scenarios a,b      subset of: c1,c32,c256,stream-rate-low,stream-rate,stream-c256,stream-c64-nodelay
 //   --idle N             open idle streams per target for the memory figure (default 4000; --quick 500; 0 skips)
-//   --idle-big N         idle streams held by the 4-worker scaled-out stack (default 10000; --quick 2000; 0 skips)
+//   --idle-big N         idle streams held by one scaled-out stack (scaled-4, else scaled-lists-4, else the
+//                        last scaled one) for the memory target (default 20000; --quick 2000; 0 skips);
+//                        kept 500 below the open-file limit, which every process of the run inherits
 //   --stream-rate R      fixed arrival rate of the time-to-first-content runs (default 600/s)
 //   --stream-rate-low R  a second, light arrival rate (default 100/s): time to first content unqueued
 //   --redis-url URL      default redis://127.0.0.1:6379
@@ -53,6 +58,9 @@ interface Options {
   targets: string[];
   idle: number;
   idleBig: number;
+  /** --idle-big as asked, before the open-file limit capped it. */
+  idleBigAsked: number;
+  openFileLimit?: number;
   streamRate: number;
   streamRateLow: number;
   redisUrl: string;
@@ -71,13 +79,17 @@ function parseOptions(argv: string[]): Options {
     return arg.includes('=') ? arg.slice(arg.indexOf('=') + 1) : argv[index + 1];
   };
   const quick = argv.includes('--quick');
+  const idleBigAsked = Number(get('idle-big') ?? (quick ? 2000 : 20_000));
+  const fileLimit = openFileLimit();
   return {
     quick,
     rounds: Number(get('rounds') ?? (quick ? 1 : 3)),
     durationS: Number(get('duration') ?? (quick ? 1 : 5)),
     targets: (get('targets') ?? [...targetNames, ...(get('baseline-dir') ? ['embedded-baseline'] : [])].join(',')).split(',').map((name) => name.trim()).filter(Boolean),
     idle: Number(get('idle') ?? (quick ? 500 : 4000)),
-    idleBig: Number(get('idle-big') ?? (quick ? 2000 : 10000)),
+    idleBig: fileLimit === undefined ? idleBigAsked : Math.min(idleBigAsked, fileLimit - 500),
+    idleBigAsked,
+    openFileLimit: fileLimit,
     streamRate: Number(get('stream-rate') ?? 600),
     streamRateLow: Number(get('stream-rate-low') ?? 100),
     redisUrl: get('redis-url') ?? 'redis://127.0.0.1:6379',
@@ -106,10 +118,12 @@ function log(message: string): void {
 const bodies = {
   plain: join(tmp, 'body-plain.json'),
   stream: join(tmp, 'body-stream.json'),
+  noDelay: join(tmp, 'body-stream-nodelay.json'),
   idle: join(tmp, 'body-idle.json'),
 };
 writeFileSync(bodies.plain, JSON.stringify({ model: 'svc/bench', messages: [{ role: 'user', content: 'Say hello.' }] }));
 writeFileSync(bodies.stream, JSON.stringify({ model: 'svc/paced-20-5', stream: true, messages: [{ role: 'user', content: 'Say hello.' }] }));
+writeFileSync(bodies.noDelay, JSON.stringify({ model: 'svc/paced-20-0', stream: true, messages: [{ role: 'user', content: 'Say hello.' }] }));
 writeFileSync(bodies.idle, JSON.stringify({ model: 'svc/idle-{i}', stream: true, messages: [{ role: 'user', content: 'Say hello.' }] }));
 
 /** Runs a load client to completion, sampling its CPU; resolves its stdout. */
@@ -219,9 +233,9 @@ function streamArgs(target: Target, body: string): string[] {
   return ['--import', 'tsx', join(repoRoot, 'bench/stream-client.ts'), '--url', target.url, '--body-file', body, '--chunks', '20', ...target.headers.flatMap((header) => ['--header', header])];
 }
 
-async function streamRun(target: Target, mode: string[], seconds: number): Promise<{ result: StreamResult; clientTicks: number }> {
+async function streamRun(target: Target, mode: string[], seconds: number, body = bodies.stream): Promise<{ result: StreamResult; clientTicks: number }> {
   const ms = options.quick && !process.argv.some((arg) => arg.startsWith('--duration')) ? 1500 : Math.round(seconds * 1000);
-  const { stdout, clientTicks } = await runClient(node, [...streamArgs(target, bodies.stream), ...mode, '--duration-ms', String(ms), '--drain-ms', options.quick ? '6000' : '10000'], process.env, (seconds + 40) * 1000);
+  const { stdout, clientTicks } = await runClient(node, [...streamArgs(target, body), ...mode, '--duration-ms', String(ms), '--drain-ms', options.quick ? '6000' : '10000'], process.env, (seconds + 40) * 1000);
   const line = stdout.trim().split('\n').pop()!;
   return { result: JSON.parse(line) as StreamResult, clientTicks };
 }
@@ -240,119 +254,22 @@ async function checkCompletion(target: Target): Promise<string | undefined> {
   return undefined;
 }
 
-/** Opens idle streams against a target, measures the RSS of its processes, then closes them. */
-async function idleMemory(target: Target, count: number): Promise<IdleRecord> {
-  const pids = target.pids();
-  const parts = target.parts();
-  delete parts.redis;
-  await sleep(options.quick ? 500 : 1500);
-  const before = totalRssBytes(pids);
-  const partsBefore = Object.fromEntries(Object.entries(parts).map(([name, list]) => [name, totalRssBytes(list)]));
-  const child = spawn(node, [...streamArgs(target, bodies.idle), '--mode', 'idle', '--count', String(count), '--cycle', '40', '--hold-ms', '120000', '--drain-ms', '60000'], {
-    cwd: repoRoot,
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (data: Buffer) => (stdout += data.toString()));
-  child.stderr.on('data', (data: Buffer) => (stderr += data.toString()));
-  const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
-  const deadline = Date.now() + 90_000;
-  while (!/ready \d+/.test(stdout) && Date.now() < deadline && child.exitCode === null) await sleep(50);
-  const ready = Number(/ready (\d+)/.exec(stdout)?.[1] ?? 0);
-  await sleep(options.quick ? 700 : 1500);
-  const after = totalRssBytes(pids);
-  const partsAfter = Object.fromEntries(Object.entries(parts).map(([name, list]) => [name, totalRssBytes(list)]));
-  child.stdin.write('close\n');
-  const killTimer = setTimeout(() => child.kill('SIGKILL'), 30_000);
-  await exited;
-  clearTimeout(killTimer);
-  const lines = stdout.trim().split('\n');
-  let summary: Record<string, unknown> = {};
-  try {
-    summary = JSON.parse(lines[lines.length - 1]!);
-  } catch {
-    summary = { error: stderr.slice(-300) };
-  }
-  // Let the gateway notice the closed clients and cancel upstream before the next target.
-  await sleep(options.quick ? 500 : 2000);
-  return { target: target.name, requested: count, open: ready, rssBefore: before, rssAfter: after, partsBefore, partsAfter, client: summary };
-}
-
-async function prepareDatabase(): Promise<void> {
-  const { default: pg } = await import('pg');
-  const client = new pg.Client({ connectionString: options.databaseUrl });
-  await client.connect();
-  try {
-    await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-  } finally {
-    await client.end();
-  }
-}
-
-async function cleanRedis(): Promise<void> {
-  const { Redis } = await import('ioredis');
-  const redis = new Redis(options.redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1 });
-  try {
-    await redis.connect();
-    let cursor = '0';
-    for (let i = 0; i < 10_000; i += 1) {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `sbbench-${runId}-*`, 'COUNT', 1000);
-      if (keys.length > 0) await redis.del(...keys);
-      cursor = next;
-      if (cursor === '0') break;
-    }
-  } finally {
-    redis.disconnect();
-  }
-}
-
-function versionOf(command: string, args: string[]): string {
-  const result = spawnSync(command, args, { encoding: 'utf8' });
-  if (result.error) return 'absent';
-  const output = `${result.stdout ?? ''}${result.stderr ?? ''}`.trim();
-  return output ? output.split('\n')[0]! : 'unknown';
-}
-
-function machineDescription(): Record<string, string> {
-  let commit: string;
-  let dirty = '';
-  if (options.switchboardDir === repoRoot) {
-    commit = versionOf('git', ['-C', repoRoot, 'rev-parse', '--short', 'HEAD']);
-    const status = spawnSync('git', ['-C', repoRoot, 'status', '--porcelain', '--', 'src'], { encoding: 'utf8' }).stdout ?? '';
-    if (status.trim()) dirty = ' (with uncommitted changes in src: the working tree as it was during the run)';
-  } else {
-    commit = `tree ${options.switchboardDir}`;
-    try {
-      commit += ` (${readFileSync(join(options.switchboardDir, '.bench-commit'), 'utf8').trim()})`;
-    } catch {
-      // no marker
-    }
-  }
-  let portkeyVersion = 'absent';
-  try {
-    portkeyVersion = (JSON.parse(readFileSync(join(repoRoot, 'node_modules/@portkey-ai/gateway/package.json'), 'utf8')) as { version: string }).version;
-  } catch {
-    // not installed
-  }
-  return {
-    cpu: `${cpus()[0]?.model ?? 'unknown'} x ${cpus().length}`,
-    memory: `${Math.round(Number(readFileSync('/proc/meminfo', 'utf8').match(/MemTotal:\s+(\d+)/)?.[1] ?? 0) / 1024 / 1024)} GiB`,
-    kernel: versionOf('uname', ['-r']),
-    node: process.version,
-    nginx: versionOf('nginx', ['-v']),
-    wrk: versionOf('wrk', ['--version']).split(' [')[0]!,
-    redis: versionOf('redis-server', ['--version']),
-    portkey: portkeyVersion,
-    commit: `${commit}${dirty}`,
-    command: `npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}`,
-    startedAt: new Date(benchStartedAt).toISOString(),
-  };
-}
+/** Every load scenario, in the order a round runs them (see the report for what each measures). */
+const scenarios: Array<{ name: string; run: (target: Target) => Promise<{ result: WrkResult | StreamResult; clientTicks: number }> }> = [
+  { name: 'c1', run: (target) => wrk(target, 1, options.durationS) },
+  { name: 'c32', run: (target) => wrk(target, 32, options.durationS) },
+  { name: 'c256', run: (target) => wrk(target, 256, options.durationS) },
+  { name: 'stream-rate-low', run: (target) => streamRun(target, ['--mode', 'rate', '--rate', String(options.streamRateLow), '--max-inflight', '3000'], options.durationS) },
+  { name: 'stream-rate', run: (target) => streamRun(target, ['--mode', 'rate', '--rate', String(options.streamRate), '--max-inflight', '3000'], options.durationS) },
+  { name: 'stream-c256', run: (target) => streamRun(target, ['--mode', 'closed', '--concurrency', '256'], options.durationS) },
+  { name: 'stream-c64-nodelay', run: (target) => streamRun(target, ['--mode', 'closed', '--concurrency', '64'], options.durationS, bodies.noDelay) },
+];
 
 async function main(): Promise<void> {
+  const unknown = options.scenarios?.filter((name) => !scenarios.some((scenario) => scenario.name === name)) ?? [];
+  if (unknown.length > 0) throw new Error(`Unknown scenario ${unknown.join(', ')}; known: ${scenarios.map((scenario) => scenario.name).join(', ')}`);
   if (versionOf('wrk', ['--version']) === 'absent') throw new Error('wrk is not installed (apt-get install -y wrk).');
-  const machine = machineDescription();
+  const machine = machineDescription(options.switchboardDir, benchStartedAt);
   const loadBefore = loadavg();
   log(`temp dir ${tmp}; targets ${options.targets.join(', ')}; rounds ${options.rounds} x ${options.durationS} s`);
 
@@ -384,7 +301,7 @@ async function main(): Promise<void> {
       else starters.push([name, () => startScaledOut(context, workers, schema, queue)]);
     } else throw new Error(`Unknown target ${name}`);
   }
-  if (starters.some(([name]) => name.startsWith('scaled-'))) await prepareDatabase();
+  if (starters.some(([name]) => name.startsWith('scaled-'))) await dropBenchSchema(options.databaseUrl, schema);
 
   const targets: Target[] = [];
   // Everything starts at once (the scaled-out stacks serialize their schema migration themselves).
@@ -423,29 +340,22 @@ async function main(): Promise<void> {
     for (const target of targets) {
       if (target.name === 'direct') continue;
       await settle(targets);
-      const record = await idleMemory(target, options.idle);
+      const record = await idleMemory(target, options.idle, streamArgs(target, bodies.idle), options.quick);
       idle.push(record);
       log(`idle ${target.name}: ${record.open}/${options.idle} open, RSS ${(record.rssBefore / 2 ** 20).toFixed(0)} -> ${(record.rssAfter / 2 ** 20).toFixed(0)} MiB`);
     }
   }
-  const big = targets.find((target) => target.name === 'scaled-4') ?? targets.filter((target) => target.name.startsWith('scaled-')).pop();
+  const big = targets.find((target) => target.name === 'scaled-4') ?? targets.find((target) => target.name === 'scaled-lists-4') ?? targets.filter((target) => target.name.startsWith('scaled-')).pop();
+  if (options.idleBig < options.idleBigAsked) log(`--idle-big ${options.idleBigAsked} capped to ${options.idleBig}: open-file limit ${options.openFileLimit}`);
   if (options.idleBig > 0 && big) {
     await settle(targets);
-    const record = await idleMemory(big, options.idleBig);
+    const record = await idleMemory(big, options.idleBig, streamArgs(big, bodies.idle), options.quick);
     idle.push(record);
     log(`idle ${big.name} x ${options.idleBig}: ${record.open} open, RSS ${(record.rssBefore / 2 ** 20).toFixed(0)} -> ${(record.rssAfter / 2 ** 20).toFixed(0)} MiB`);
   }
 
 
   const runs: RunRecord[] = [];
-  const scenarios: Array<{ name: string; run: (target: Target) => Promise<{ result: WrkResult | StreamResult; clientTicks: number }> }> = [
-    { name: 'c1', run: (target) => wrk(target, 1, options.durationS) },
-    { name: 'c32', run: (target) => wrk(target, 32, options.durationS) },
-    { name: 'c256', run: (target) => wrk(target, 256, options.durationS) },
-    { name: 'stream-rate-low', run: (target) => streamRun(target, ['--mode', 'rate', '--rate', String(options.streamRateLow), '--max-inflight', '3000'], options.durationS) },
-    { name: 'stream-rate', run: (target) => streamRun(target, ['--mode', 'rate', '--rate', String(options.streamRate), '--max-inflight', '3000'], options.durationS) },
-    { name: 'stream-c256', run: (target) => streamRun(target, ['--mode', 'closed', '--concurrency', '256'], options.durationS) },
-  ];
   const chosen = options.scenarios ? scenarios.filter((scenario) => options.scenarios!.includes(scenario.name)) : scenarios;
   for (let round = 0; round < options.rounds; round += 1) {
     for (const scenario of chosen) {
@@ -460,7 +370,7 @@ async function main(): Promise<void> {
         const summary = plain
           ? `${Math.round((plain.requests / plain.duration_us) * 1e6)} req/s p50 ${plain.latency_us.p50} us p99 ${plain.latency_us.p99} us`
           : `${streamed.streamsPerSecond} streams/s ttfc p50 ${streamed.ttfcMs.p50} ms p99 ${streamed.ttfcMs.p99} ms, errors ${streamed.errors}`;
-        log(`round ${round + 1} ${scenario.name.padEnd(11)} ${target.name.padEnd(9)} ${summary}; gateway cpu ${Math.round((measured.gatewayTicks * microsPerTick) / 1000)} ms`);
+        log(`round ${round + 1} ${scenario.name.padEnd(18)} ${target.name.padEnd(9)} ${summary}; gateway cpu ${Math.round((measured.gatewayTicks * microsPerTick) / 1000)} ms`);
       }
     }
   }
@@ -492,8 +402,8 @@ async function shutdown(code: number): Promise<void> {
   if (exiting) return;
   exiting = true;
   await stopAllChildren();
-  await cleanRedis().catch(() => {});
-  if (options.targets.some((name) => name.startsWith('scaled-'))) await prepareDatabase().catch(() => {});
+  await cleanBenchRedis(options.redisUrl, runId).catch(() => {});
+  if (options.targets.some((name) => name.startsWith('scaled-'))) await dropBenchSchema(options.databaseUrl, schema).catch(() => {});
   rmSync(tmp, { recursive: true, force: true });
   process.exit(code);
 }

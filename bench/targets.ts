@@ -58,6 +58,7 @@ export function switchboardCatalog(providerPort: number): string {
     lines.push(`  - id: svc/${id}`, `    provider: ${provider}`, `    upstream_model: ${upstream}`, '    context_length: 32768', '    max_output_tokens: 1000', '    pricing: { prompt_usd_per_million: 1, completion_usd_per_million: 2 }');
   model('bench', 'fast', 'bench');
   model('paced-20-5', 'fast', 'paced-20-5');
+  model('paced-20-0', 'fast', 'paced-20-0');
   for (let i = 0; i < idleProviders; i += 1) model(`idle-${i}`, `idle-${i}`, 'idle');
   return `${lines.join('\n')}\n`;
 }
