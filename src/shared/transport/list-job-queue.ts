@@ -110,7 +110,15 @@ export class ListJobConsumer implements JobConsumer {
     // Alive before the first take: a sweep must never find a job of ours without our alive key.
     await this.beat();
     const every = (ms: number, task: () => Promise<unknown>, what: string) => {
-      const timer = setInterval(() => task().catch((error: Error) => this.options.logger?.warn({ err: error.message }, what)), ms);
+      // One line per outage, not one per tick (the connection logs its own loss and recovery).
+      let failing = false;
+      const timer = setInterval(() => task().then(
+        () => (failing = false),
+        (error: Error) => {
+          if (!failing) this.options.logger?.warn({ err: error.message }, what);
+          failing = true;
+        },
+      ), ms);
       timer.unref();
       this.timers.push(timer);
     };
