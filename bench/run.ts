@@ -7,7 +7,9 @@ import { cpuTicks, machineTicks, microsPerTick, totalCpuTicks, totalRssBytes } f
 import { killAllChildrenNow, repoRoot, sleep, startChild, stopAllChildren, waitForLog } from './processes.js';
 import { renderReport, type Measured, type RunRecord, type BenchResults, type IdleRecord } from './report.js';
 import {
+  deleteRedisKeys,
   directTarget,
+  dropDatabaseSchema,
   nginxAvailable,
   portkeyAvailable,
   redisPids,
@@ -278,31 +280,11 @@ async function idleMemory(target: Target, count: number): Promise<IdleRecord> {
 }
 
 async function prepareDatabase(): Promise<void> {
-  const { default: pg } = await import('pg');
-  const client = new pg.Client({ connectionString: options.databaseUrl });
-  await client.connect();
-  try {
-    await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-  } finally {
-    await client.end();
-  }
+  await dropDatabaseSchema(options.databaseUrl, schema);
 }
 
 async function cleanRedis(): Promise<void> {
-  const { Redis } = await import('ioredis');
-  const redis = new Redis(options.redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1 });
-  try {
-    await redis.connect();
-    let cursor = '0';
-    for (let i = 0; i < 10_000; i += 1) {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `sbbench-${runId}-*`, 'COUNT', 1000);
-      if (keys.length > 0) await redis.del(...keys);
-      cursor = next;
-      if (cursor === '0') break;
-    }
-  } finally {
-    redis.disconnect();
-  }
+  await deleteRedisKeys(options.redisUrl, `sbbench-${runId}-*`);
 }
 
 function versionOf(command: string, args: string[]): string {

@@ -262,7 +262,8 @@ export function redisPids(redisUrl: string): number[] {
   return findProcesses('redis-server', `:${port}`);
 }
 
-export async function startScaledOut(context: TargetContext, workers: number, schema: string): Promise<Target> {
+/** `nodeArgs` go before each process's script (bench/profile.ts passes `--cpu-prof`). */
+export async function startScaledOut(context: TargetContext, workers: number, schema: string, nodeArgs: string[] = []): Promise<Target> {
   const port = await freePort();
   const dataDir = join(context.tmp, `scaled-${workers}-data`);
   mkdirSync(dataDir, { recursive: true });
@@ -273,13 +274,13 @@ export async function startScaledOut(context: TargetContext, workers: number, sc
     SWITCHBOARD_REDIS_PREFIX: `sbbench-${context.runId}-w${workers}`,
     SWITCHBOARD_DATABASE_SCHEMA: schema,
   };
-  const ingress = startChild(`scaled-${workers}-ingress`, node, ['--import', 'tsx', 'src/ingress/ingress-main.ts'], { logDir: context.logDir, env: environment, cwd: context.switchboardDir });
+  const ingress = startChild(`scaled-${workers}-ingress`, node, [...nodeArgs, '--import', 'tsx', 'src/ingress/ingress-main.ts'], { logDir: context.logDir, env: environment, cwd: context.switchboardDir });
   const base = `http://127.0.0.1:${port}`;
   const workerChildren: Child[] = [];
   try {
     await waitForHttp(`${base}/healthz`, 30_000, ingress);
     for (let i = 0; i < workers; i += 1) {
-      workerChildren.push(startChild(`scaled-${workers}-worker-${i}`, node, ['--import', 'tsx', 'src/workers/worker-main.ts'], { logDir: context.logDir, env: environment, cwd: context.switchboardDir }));
+      workerChildren.push(startChild(`scaled-${workers}-worker-${i}`, node, [...nodeArgs, '--import', 'tsx', 'src/workers/worker-main.ts'], { logDir: context.logDir, env: environment, cwd: context.switchboardDir }));
     }
     await Promise.all(workerChildren.map((worker) => waitForLog(worker, /ready/, 30_000)));
   } catch (error) {
@@ -301,4 +302,34 @@ export async function startScaledOut(context: TargetContext, workers: number, sc
       await Promise.all([ingress.stop(), ...workerChildren.map((worker) => worker.stop())]);
     },
   };
+}
+
+/** A fresh start for a scaled-out run's PostgreSQL schema (also used to drop it afterwards). */
+export async function dropDatabaseSchema(databaseUrl: string, schema: string): Promise<void> {
+  const { default: pg } = await import('pg');
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+  } finally {
+    await client.end();
+  }
+}
+
+/** Deletes a run's Redis keys (`pattern` as for SCAN MATCH); other engineers share the server. */
+export async function deleteRedisKeys(redisUrl: string, pattern: string): Promise<void> {
+  const { Redis } = await import('ioredis');
+  const redis = new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1 });
+  try {
+    await redis.connect();
+    let cursor = '0';
+    for (let i = 0; i < 10_000; i += 1) {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
+      if (keys.length > 0) await redis.del(...keys);
+      cursor = next;
+      if (cursor === '0') break;
+    }
+  } finally {
+    redis.disconnect();
+  }
 }
