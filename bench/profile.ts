@@ -145,6 +145,7 @@ async function profileScenario(scenario: string, context: DeploymentContext): Pr
   const unit = scenario === 'plain' ? 'request' : 'stream';
   const kept = gateway.keepProfiles(outDir, name);
   const tops: string[] = [];
+  const again: string[] = [];
   const stages: Array<{ label: string; breakdown: StageBreakdown }> = [];
   for (const [child, file] of kept) {
     const profile: CpuProfile = loadCpuProfile(file);
@@ -153,9 +154,11 @@ async function profileScenario(scenario: string, context: DeploymentContext): Pr
     const window = windowOf(profile, loadFrom, loadTo);
     tops.push(`##### ${child.label} (profile ${file.slice(repoRoot.length + 1)})\n\n${summarize(profile, top, window.fromUs, window.toUs)}\n`);
     stages.push({ label: child.label, breakdown: breakdownStages(profile, child.role, completed, window) });
+    const ms = (us: number) => (us / 1000).toFixed(1);
+    again.push(`npx tsx bench/stage-breakdown.ts ${file.slice(repoRoot.length + 1)} --role ${child.role} --requests ${completed} --from-ms ${ms(window.fromUs)} --to-ms ${ms(window.toUs)}`);
   }
   const title = scenario === 'plain' ? 'Non-streaming, wrk c=32' : `20-chunk streams at ${rate}/s`;
-  return `#### ${deployment}: ${title} (${seconds} s)\n\nLoad: \`${load.trim().slice(0, 400)}\`\n\nCost per stage (µs per ${unit}: ${completed} ${unit}s completed in the window):\n\n${renderStageTable(stages, unit)}\n\n${tops.join('\n')}`;
+  return `#### ${deployment}: ${title} (${seconds} s)\n\nLoad: \`${load.trim().slice(0, 400)}\`\n\nCost per stage (µs per ${unit}: ${completed} ${unit}s completed in the window):\n\n${renderStageTable(stages, unit)}\n\nThe same from the kept profiles (add \`--explain STAGE\` to see what a stage holds):\n\n${again.map((line) => `    ${line}`).join('\n')}\n\n${tops.join('\n')}`;
 }
 
 async function main(): Promise<void> {
