@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { forEachSample, loadCpuProfile, monotonicUs, windowOf, type CpuProfile } from './cpu-profile.js';
 import { startProfiledEmbedded, startProfiledScaled, type DeploymentContext, type ProfiledDeployment } from './profile-deployments.js';
+import { cpuTicks, microsPerTick } from './proc-stats.js';
 import { repoRoot, sleep, startChild, stopAllChildren, waitForLog } from './processes.js';
 import { breakdownStages, renderStageTable, type StageBreakdown } from './stage-breakdown.js';
 import { switchboardCatalog } from './targets.js';
@@ -120,6 +121,10 @@ async function profileScenario(scenario: string, context: DeploymentContext): Pr
   let load: string;
   let loadFrom: number;
   let loadTo: number;
+  // CPU time from /proc over the same window, all threads (the profile samples the main thread only).
+  const cpuNow = () => gateway.processes.map((child) => cpuTicks(child.pid) ?? 0);
+  let cpuFrom: number[] = [];
+  let cpuTo: number[] = [];
   try {
     const body = join(tmp, `${scenario}.json`);
     if (scenario === 'plain') {
@@ -127,6 +132,7 @@ async function profileScenario(scenario: string, context: DeploymentContext): Pr
       const env = { ...process.env, BENCH_BODY_FILE: body, BENCH_HEADERS: gateway.headers.join('\n') };
       await runClient('wrk', ['-t1', '-c32', '-d2s', '-s', join(repoRoot, 'bench/wrk-post.lua'), gateway.url], env);
       loadFrom = monotonicUs();
+      cpuFrom = cpuNow();
       load = await runClient('wrk', ['-t1', '-c32', `-d${seconds}s`, '-s', join(repoRoot, 'bench/wrk-post.lua'), gateway.url], env);
       load = load.split('\n').find((line) => line.startsWith('BENCH_JSON')) ?? load;
     } else {
@@ -135,9 +141,11 @@ async function profileScenario(scenario: string, context: DeploymentContext): Pr
       const args = ['--import', 'tsx', join(repoRoot, 'bench/stream-client.ts'), '--url', gateway.url, '--body-file', body, ...headers, '--chunks', '20'];
       await runClient(node, [...args, '--mode', 'closed', '--concurrency', '64', '--duration-ms', '2000'], process.env);
       loadFrom = monotonicUs();
+      cpuFrom = cpuNow();
       load = await runClient(node, [...args, '--mode', 'rate', '--rate', String(rate), '--duration-ms', String(seconds * 1000)], process.env);
     }
     loadTo = monotonicUs();
+    cpuTo = cpuNow();
   } finally {
     await gateway.stop();
   }
@@ -157,8 +165,11 @@ async function profileScenario(scenario: string, context: DeploymentContext): Pr
     const ms = (us: number) => (us / 1000).toFixed(1);
     again.push(`npx tsx bench/stage-breakdown.ts ${file.slice(repoRoot.length + 1)} --role ${child.role} --requests ${completed} --from-ms ${ms(window.fromUs)} --to-ms ${ms(window.toUs)}`);
   }
+  const procCpu = `CPU from /proc over the same window (all threads, µs per ${unit}): ${gateway.processes
+    .map((child, index) => `${child.label} ${(((cpuTo[index]! - cpuFrom[index]!) * microsPerTick) / Math.max(1, completed)).toFixed(0)}`)
+    .join(', ')}.`;
   const title = scenario === 'plain' ? 'Non-streaming, wrk c=32' : `20-chunk streams at ${rate}/s`;
-  return `#### ${deployment}: ${title} (${seconds} s)\n\nLoad: \`${load.trim().slice(0, 400)}\`\n\nCost per stage (µs per ${unit}: ${completed} ${unit}s completed in the window):\n\n${renderStageTable(stages, unit)}\n\nThe same from the kept profiles (add \`--explain STAGE\` to see what a stage holds):\n\n${again.map((line) => `    ${line}`).join('\n')}\n\n${tops.join('\n')}`;
+  return `#### ${deployment}: ${title} (${seconds} s)\n\nLoad: \`${load.trim().slice(0, 400)}\`\n\nCost per stage (µs per ${unit}: ${completed} ${unit}s completed in the window):\n\n${renderStageTable(stages, unit)}\n\n${procCpu}\n\nThe same from the kept profiles (add \`--explain STAGE\` to see what a stage holds):\n\n${again.map((line) => `    ${line}`).join('\n')}\n\n${tops.join('\n')}`;
 }
 
 async function main(): Promise<void> {
