@@ -12,6 +12,8 @@ import { extraStages, fallbackStages, issueStages, stageRules, type ProcessRole,
 //   npx tsx bench/stage-breakdown.ts <file.cpuprofile> --requests N [--role embedded|ingress|worker]
 //       [--from-ms A --to-ms B] (the window, ms after the profile's start; default: all samples)
 //       [--explain STAGE] (its top leaf functions, each with the frame whose rule claimed it)
+//       [--leaf REGEX] (the share of busy whose sampled function matches, by stage: e.g. the native
+//                       socket writes, '^(writev|writeBuffer|writeUtf8String) \(native\)')
 
 export const GC = '(garbage collector)';
 export const PROGRAM = '(program)';
@@ -188,6 +190,19 @@ async function main(): Promise<void> {
   const window = from !== undefined || to !== undefined ? { fromUs: Number(from ?? 0) * 1000, toUs: to === undefined ? Infinity : Number(to) * 1000 } : undefined;
   const breakdown = breakdownStages(loadCpuProfile(file), role, requests, window);
   process.stdout.write(`${renderStageTable([{ label: role, breakdown }])}\n\n"other" by leaf function: ${top(breakdown.otherFunctions, 12, breakdown.busyUs)}\n`);
+  const leaf = option('leaf');
+  if (leaf) {
+    const pattern = new RegExp(leaf);
+    let total = 0;
+    const byStage: string[] = [];
+    for (const [stage, evidence] of breakdown.evidence) {
+      let us = 0;
+      for (const [key, micros] of evidence) if (pattern.test(key)) us += micros;
+      total += us;
+      if (us > 0) byStage.push(`${stage} ${((100 * us) / breakdown.busyUs).toFixed(1)}%`);
+    }
+    process.stdout.write(`\nleaf /${leaf}/: ${((100 * total) / breakdown.busyUs).toFixed(1)}% of busy, ${(total / requests).toFixed(1)} µs per request; by stage: ${byStage.join(', ')}\n`);
+  }
   const explain = option('explain');
   if (explain) {
     process.stdout.write(`\n${explain}, by leaf function <- deciding frame (share of busy):\n`);
