@@ -55,11 +55,13 @@ export async function startProfiledEmbedded(context: DeploymentContext, name: st
   const dataDir = join(context.tmp, `data-${name}`);
   const profileDir = join(context.tmp, `prof-${name}`);
   mkdirSync(dataDir, { recursive: true });
+  // The default deployment even when REDIS_URL or DATABASE_URL is set (for the scaled-out mode).
+  const { REDIS_URL: _redis, DATABASE_URL: _database, ...inherited } = process.env;
   const gateway = startChild(name, process.execPath, ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, '--import', 'tsx', 'src/main.ts'], {
     logDir: context.logDir,
     cwd: context.switchboardDir,
     env: {
-      ...process.env,
+      ...inherited,
       PORT: String(listenPort),
       HOST: '127.0.0.1',
       SWITCHBOARD_CATALOG: join(context.tmp, 'catalog.yaml'),
