@@ -1,15 +1,22 @@
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync, copyFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort, repoRoot, sleep, startChild, stopAllChildren, waitForHttp, waitForLog } from './processes.js';
-import { adminToken, chatPath, switchboardCatalog } from './targets.js';
+import { forEachSample, loadCpuProfile, monotonicUs, windowOf, type CpuProfile } from './cpu-profile.js';
+import { startProfiledEmbedded, startProfiledScaled, type DeploymentContext, type ProfiledDeployment } from './profile-deployments.js';
+import { cpuTicks, microsPerTick } from './proc-stats.js';
+import { repoRoot, sleep, startChild, stopAllChildren, waitForLog } from './processes.js';
+import { breakdownStages, renderStageTable, type StageBreakdown } from './stage-breakdown.js';
+import { switchboardCatalog } from './targets.js';
 
-// `npm run bench -- --profile` (or tsx bench/profile.ts): runs the embedded gateway under
-// `node --cpu-prof` while wrk (non-streaming) or the stream client (20-chunk streams) loads it,
-// then prints the functions with the most self time. The .cpuprofile files are kept in
+// `npx tsx bench/profile.ts`: runs the gateway under `node --cpu-prof` while wrk (non-streaming) or
+// the stream client (20-chunk streams) loads it, then prints, per process, the functions with the
+// most self time and the cost per stage (bench/stage-breakdown.ts: µs per request or stream, from
+// the requests or streams completed in the load window). The .cpuprofile files are kept in
 // bench/results/profiles/ for Chrome DevTools or speedscope.
 //
+//   --deployment embedded|scaled (default embedded; scaled: ingress + ONE worker on REDIS_URL and
+//                          DATABASE_URL, defaults redis://127.0.0.1:6379 and the local PostgreSQL)
 //   --seconds S            load per scenario (default 10)
 //   --scenario plain|stream|both (default both)
 //   --switchboard-dir D    as for the benchmark
@@ -26,6 +33,8 @@ const seconds = Number(get('seconds', '10'));
 const scenarios = get('scenario', 'both') === 'both' ? ['plain', 'stream'] : [get('scenario', 'both')];
 const switchboardDir = get('switchboard-dir', repoRoot);
 const top = Number(get('top', '25'));
+const deployment = get('deployment', 'embedded');
+if (deployment !== 'embedded' && deployment !== 'scaled') throw new Error('--deployment is embedded or scaled');
 const rate = Number(get('rate', '300'));
 const node = process.execPath;
 const tmp = mkdtempSync(join(tmpdir(), 'switchboard-profile-'));
@@ -33,19 +42,6 @@ const logDir = join(tmp, 'logs');
 mkdirSync(logDir, { recursive: true });
 const outDir = join(repoRoot, 'bench/results/profiles');
 mkdirSync(outDir, { recursive: true });
-
-interface ProfileNode {
-  id: number;
-  callFrame: { functionName: string; url: string; lineNumber: number; columnNumber: number };
-  children?: number[];
-}
-interface CpuProfile {
-  nodes: ProfileNode[];
-  startTime: number;
-  endTime: number;
-  samples: number[];
-  timeDeltas: number[];
-}
 
 function shortUrl(url: string): string {
   if (!url) return '';
@@ -73,12 +69,7 @@ function category(url: string, name: string): string {
  */
 export function summarize(profile: CpuProfile, rows: number, fromUs = 0, toUs = Infinity): string {
   const self = new Map<number, number>();
-  let at = 0;
-  for (let i = 0; i < profile.samples.length; i += 1) {
-    at += profile.timeDeltas[i] ?? 0;
-    if (at < fromUs || at > toUs) continue;
-    self.set(profile.samples[i]!, (self.get(profile.samples[i]!) ?? 0) + (profile.timeDeltas[i] ?? 0));
-  }
+  forEachSample(profile, { fromUs, toUs }, (id, micros) => self.set(id, (self.get(id) ?? 0) + micros));
   const byNode = new Map(profile.nodes.map((n) => [n.id, n]));
   const total = [...self.values()].reduce((a, b) => a + b, 0);
   const idle = [...self.entries()].filter(([id]) => byNode.get(id)?.callFrame.functionName === '(idle)').reduce((a, [, v]) => a + v, 0);
@@ -116,71 +107,80 @@ function runClient(command: string, args: string[], env: NodeJS.ProcessEnv): Pro
   });
 }
 
-async function profileScenario(scenario: string, providerPort: number): Promise<string> {
-  const port = await freePort();
-  const dataDir = join(tmp, `data-${scenario}`);
-  const profileDir = join(tmp, `prof-${scenario}`);
-  mkdirSync(dataDir, { recursive: true });
-  const gateway = startChild(`embedded-${scenario}`, node, ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, '--import', 'tsx', 'src/main.ts'], {
-    logDir,
-    cwd: switchboardDir,
-    env: {
-      ...process.env,
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      SWITCHBOARD_CATALOG: join(tmp, 'catalog.yaml'),
-      SWITCHBOARD_DATA_DIR: dataDir,
-      SWITCHBOARD_ADMIN_TOKEN: adminToken,
-      LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn',
-      SWITCHBOARD_DRAIN_DEADLINE_MS: '2000',
-      NODE_ENV: 'production',
-    },
-  });
-  const spawnedAt = performance.now();
-  const base = `http://127.0.0.1:${port}`;
-  await waitForHttp(`${base}/healthz`, 30_000, gateway);
-  const created = await fetch(`${base}/admin/v1/keys`, { method: 'POST', headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' }, body: '{"name":"profile"}' });
-  const { key } = (await created.json()) as { key: string };
-  const body = join(tmp, `${scenario}.json`);
-  const url = `${base}${chatPath}`;
+/** Requests (wrk) or streams (stream client) completed in the load window, from the client's JSON. */
+function completedIn(load: string): number {
+  const line = load.split('\n').find((text) => text.startsWith('BENCH_JSON ') || text.startsWith('{'));
+  if (!line) return 0;
+  const figures = JSON.parse(line.replace(/^BENCH_JSON /, '')) as { requests?: number; completed?: number };
+  return figures.requests ?? figures.completed ?? 0;
+}
+
+async function profileScenario(scenario: string, context: DeploymentContext): Promise<string> {
+  const name = `${deployment}-${scenario}`;
+  const gateway: ProfiledDeployment = deployment === 'scaled' ? await startProfiledScaled(context, name) : await startProfiledEmbedded(context, name);
   let load: string;
-  let loadFrom = 0;
-  if (scenario === 'plain') {
-    writeFileSync(body, JSON.stringify({ model: 'svc/bench', messages: [{ role: 'user', content: 'Say hello.' }] }));
-    const env = { ...process.env, BENCH_BODY_FILE: body, BENCH_HEADERS: `authorization: Bearer ${key}` };
-    await runClient('wrk', ['-t1', '-c32', '-d2s', '-s', join(repoRoot, 'bench/wrk-post.lua'), url], env);
-    loadFrom = performance.now();
-    load = await runClient('wrk', ['-t1', '-c32', `-d${seconds}s`, '-s', join(repoRoot, 'bench/wrk-post.lua'), url], env);
-    load = load.split('\n').find((line) => line.startsWith('BENCH_JSON')) ?? load;
-  } else {
-    writeFileSync(body, JSON.stringify({ model: 'svc/paced-20-5', stream: true, messages: [{ role: 'user', content: 'Say hello.' }] }));
-    const args = ['--import', 'tsx', join(repoRoot, 'bench/stream-client.ts'), '--url', url, '--body-file', body, '--header', `authorization: Bearer ${key}`, '--chunks', '20'];
-    await runClient(node, [...args, '--mode', 'closed', '--concurrency', '64', '--duration-ms', '2000'], process.env);
-    loadFrom = performance.now();
-    load = await runClient(node, [...args, '--mode', 'rate', '--rate', String(rate), '--duration-ms', String(seconds * 1000)], process.env);
+  let loadFrom: number;
+  let loadTo: number;
+  // CPU time from /proc over the same window, all threads (the profile samples the main thread only).
+  const cpuNow = () => gateway.processes.map((child) => cpuTicks(child.pid) ?? 0);
+  let cpuFrom: number[] = [];
+  let cpuTo: number[] = [];
+  try {
+    const body = join(tmp, `${scenario}.json`);
+    if (scenario === 'plain') {
+      writeFileSync(body, JSON.stringify({ model: 'svc/bench', messages: [{ role: 'user', content: 'Say hello.' }] }));
+      const env = { ...process.env, BENCH_BODY_FILE: body, BENCH_HEADERS: gateway.headers.join('\n') };
+      await runClient('wrk', ['-t1', '-c32', '-d2s', '-s', join(repoRoot, 'bench/wrk-post.lua'), gateway.url], env);
+      loadFrom = monotonicUs();
+      cpuFrom = cpuNow();
+      load = await runClient('wrk', ['-t1', '-c32', `-d${seconds}s`, '-s', join(repoRoot, 'bench/wrk-post.lua'), gateway.url], env);
+      load = load.split('\n').find((line) => line.startsWith('BENCH_JSON')) ?? load;
+    } else {
+      writeFileSync(body, JSON.stringify({ model: 'svc/paced-20-5', stream: true, messages: [{ role: 'user', content: 'Say hello.' }] }));
+      const headers = gateway.headers.flatMap((header) => ['--header', header]);
+      const args = ['--import', 'tsx', join(repoRoot, 'bench/stream-client.ts'), '--url', gateway.url, '--body-file', body, ...headers, '--chunks', '20'];
+      await runClient(node, [...args, '--mode', 'closed', '--concurrency', '64', '--duration-ms', '2000'], process.env);
+      loadFrom = monotonicUs();
+      cpuFrom = cpuNow();
+      load = await runClient(node, [...args, '--mode', 'rate', '--rate', String(rate), '--duration-ms', String(seconds * 1000)], process.env);
+    }
+    loadTo = monotonicUs();
+    cpuTo = cpuNow();
+  } finally {
+    await gateway.stop();
   }
-  const loadTo = performance.now();
-  await gateway.stop(10_000);
-  const file = readdirSync(profileDir).find((name) => name.endsWith('.cpuprofile'));
-  if (!file) throw new Error(`no profile written:\n${gateway.logTail()}`);
-  const kept = join(outDir, `embedded-${scenario}.cpuprofile`);
-  copyFileSync(join(profileDir, file), kept);
-  const profile = JSON.parse(readFileSync(kept, 'utf8')) as CpuProfile;
-  // The profile clock starts with the process, a few ms after the spawn: count the load window only
-  // (the client process's own start-up, ~0.3 s, is inside the window and costs the gateway nothing).
-  const fromUs = (loadFrom - spawnedAt) * 1000;
-  const toUs = (loadTo - spawnedAt) * 1000;
-  return `#### ${scenario === 'plain' ? 'Non-streaming, wrk c=32' : `20-chunk streams at ${rate}/s`} (${seconds} s; profile ${kept.slice(repoRoot.length + 1)})\n\nLoad: \`${load.trim().slice(0, 400)}\`\n\n${summarize(profile, top, fromUs, toUs)}\n`;
+  const completed = completedIn(load);
+  const unit = scenario === 'plain' ? 'request' : 'stream';
+  const kept = gateway.keepProfiles(outDir, name);
+  const tops: string[] = [];
+  const again: string[] = [];
+  const stages: Array<{ label: string; breakdown: StageBreakdown }> = [];
+  for (const [child, file] of kept) {
+    const profile: CpuProfile = loadCpuProfile(file);
+    // Both clocks are the monotonic one: the window is exactly the load's (the client's own start-up,
+    // ~0.3 s, is inside it and costs the gateway nothing).
+    const window = windowOf(profile, loadFrom, loadTo);
+    tops.push(`##### ${child.label} (profile ${file.slice(repoRoot.length + 1)})\n\n${summarize(profile, top, window.fromUs, window.toUs)}\n`);
+    stages.push({ label: child.label, breakdown: breakdownStages(profile, child.role, completed, window) });
+    const ms = (us: number) => (us / 1000).toFixed(1);
+    again.push(`npx tsx bench/stage-breakdown.ts ${file.slice(repoRoot.length + 1)} --role ${child.role} --requests ${completed} --from-ms ${ms(window.fromUs)} --to-ms ${ms(window.toUs)}`);
+  }
+  const procCpu = `CPU from /proc over the same window (all threads, µs per ${unit}): ${gateway.processes
+    .map((child, index) => `${child.label} ${(((cpuTo[index]! - cpuFrom[index]!) * microsPerTick) / Math.max(1, completed)).toFixed(0)}`)
+    .join(', ')}.`;
+  const title = scenario === 'plain' ? 'Non-streaming, wrk c=32' : `20-chunk streams at ${rate}/s`;
+  return `#### ${deployment}: ${title} (${seconds} s)\n\nLoad: \`${load.trim().slice(0, 400)}\`\n\nCost per stage (µs per ${unit}: ${completed} ${unit}s completed in the window):\n\n${renderStageTable(stages, unit)}\n\n${procCpu}\n\nThe same from the kept profiles (add \`--explain STAGE\` to see what a stage holds):\n\n${again.map((line) => `    ${line}`).join('\n')}\n\n${tops.join('\n')}`;
 }
 
 async function main(): Promise<void> {
   const provider = startChild('fast-provider', node, ['--import', 'tsx', 'bench/fast-provider.ts', '--port', '0'], { logDir });
   const providerPort = Number((await waitForLog(provider, /listening (\d+)/, 30_000))[1]);
   writeFileSync(join(tmp, 'catalog.yaml'), switchboardCatalog(providerPort));
+  const context: DeploymentContext = { tmp, logDir, switchboardDir, providerPort, providerPid: provider.pid };
   const sections: string[] = [];
   for (const scenario of scenarios) {
-    process.stderr.write(`[profile] ${scenario}...\n`);
-    sections.push(await profileScenario(scenario, providerPort));
+    process.stderr.write(`[profile] ${deployment} ${scenario}...\n`);
+    sections.push(await profileScenario(scenario, context));
     await sleep(500);
   }
   process.stdout.write(`${sections.join('\n')}\n`);

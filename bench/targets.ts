@@ -269,7 +269,8 @@ export function scaledTargetName(name: string): { workers: number; queue: 'bullm
   return match ? { workers: Number(match[2]), queue: match[1] ? 'lists' : 'bullmq' } : undefined;
 }
 
-export async function startScaledOut(context: TargetContext, workers: number, schema: string, queue: 'bullmq' | 'lists' = 'bullmq'): Promise<Target> {
+/** `nodeArgs` go before each process's script (bench/profile.ts passes `--cpu-prof`). */
+export async function startScaledOut(context: TargetContext, workers: number, schema: string, queue: 'bullmq' | 'lists' = 'bullmq', nodeArgs: string[] = []): Promise<Target> {
   const port = await freePort();
   const name = queue === 'lists' ? `scaled-lists-${workers}` : `scaled-${workers}`;
   const dataDir = join(context.tmp, `${name}-data`);
@@ -282,13 +283,13 @@ export async function startScaledOut(context: TargetContext, workers: number, sc
     SWITCHBOARD_DATABASE_SCHEMA: schema,
     SWITCHBOARD_QUEUE: queue,
   };
-  const ingress = startChild(`${name}-ingress`, node, ['--import', 'tsx', 'src/ingress/ingress-main.ts'], { logDir: context.logDir, env: environment, cwd: context.switchboardDir });
+  const ingress = startChild(`${name}-ingress`, node, [...nodeArgs, '--import', 'tsx', 'src/ingress/ingress-main.ts'], { logDir: context.logDir, env: environment, cwd: context.switchboardDir });
   const base = `http://127.0.0.1:${port}`;
   const workerChildren: Child[] = [];
   try {
     await waitForHttp(`${base}/healthz`, 30_000, ingress);
     for (let i = 0; i < workers; i += 1) {
-      workerChildren.push(startChild(`${name}-worker-${i}`, node, ['--import', 'tsx', 'src/workers/worker-main.ts'], { logDir: context.logDir, env: environment, cwd: context.switchboardDir }));
+      workerChildren.push(startChild(`${name}-worker-${i}`, node, [...nodeArgs, '--import', 'tsx', 'src/workers/worker-main.ts'], { logDir: context.logDir, env: environment, cwd: context.switchboardDir }));
     }
     await Promise.all(workerChildren.map((worker) => waitForLog(worker, /ready/, 30_000)));
   } catch (error) {
