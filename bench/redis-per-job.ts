@@ -41,7 +41,7 @@ function scriptNames(): Map<string, string> {
   for (const script of Object.values(bullScripts) as { name?: string; content?: string }[]) {
     if (script.name && script.content) names.set(sha(script.content), `bullmq ${script.name}`);
   }
-  for (const name of ['admit', 'settle', 'claim-run', 'list-queue-reclaim', 'list-queue-release']) {
+  for (const name of ['admit', 'settle', 'claim-run', 'list-queue-reclaim', 'list-queue-release', 'list-queue-take']) {
     try {
       names.set(sha(readFileSync(new URL(`../src/shared/counters/lua/${name}.lua`, import.meta.url), 'utf8')), `counters ${name}.lua`);
     } catch {

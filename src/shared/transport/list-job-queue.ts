@@ -8,8 +8,8 @@ import { reconnectDelay } from './redis-connections.js';
 // A queue of our own on Redis lists (SWITCHBOARD_QUEUE=lists). Per job it costs three plain list
 // commands where BullMQ runs three Lua scripts of 39 commands between them (BENCHMARKS.md, "Redis
 // per job"): the ingress LPUSHes the job; a worker takes it with BLMOVE into an active list of its
-// own; when the job has run, the worker LREMs it (the removals of one event-loop turn share one
-// round trip). Liveness is per worker process, not per job: each worker keeps an alive key fresh
+// own (and, while the queue is deep, the next ones in groups: lua/list-queue-take.lua); when the
+// job has run, the worker LREMs it (the removals of one event-loop turn share one round trip). Liveness is per worker process, not per job: each worker keeps an alive key fresh
 // (SET PX) and, every stalled interval, any worker hands the active jobs of workers whose alive
 // key lapsed back to the queue, once (lua/list-queue-reclaim.lua); the first-token claim keeps a
 // re-run from repeating content, as with BullMQ.
@@ -23,11 +23,14 @@ import { reconnectDelay } from './redis-connections.js';
 
 const RECLAIM = loadLuaScript(new URL('./lua/list-queue-reclaim.lua', import.meta.url));
 const RELEASE = loadLuaScript(new URL('./lua/list-queue-release.lua', import.meta.url));
+const TAKE = loadLuaScript(new URL('./lua/list-queue-take.lua', import.meta.url));
 
 /** A job may run again once after its worker died; a second death drops it (as BullMQ's maxStalledCount 1). */
 const MAX_RERUNS = 1;
 /** A take blocks at most this long before it is sent again (and sees a shutdown). */
 const TAKE_BLOCK_SECONDS = 5;
+/** The most jobs one non-blocking take moves at once. */
+const TAKE_BATCH = 32;
 
 export class ListQueueNames {
   readonly wait: string;
@@ -106,7 +109,7 @@ export class ListJobConsumer implements JobConsumer {
   }
 
   async start(run: (job: QueuedJob) => Promise<void>, concurrency: number): Promise<void> {
-    preloadLuaScripts(this.options.commands, [RECLAIM, RELEASE]);
+    preloadLuaScripts(this.options.commands, [RECLAIM, RELEASE, TAKE]);
     // Alive before the first take: a sweep must never find a job of ours without our alive key.
     await this.beat();
     const every = (ms: number, task: () => Promise<unknown>, what: string) => {
@@ -147,24 +150,37 @@ export class ListJobConsumer implements JobConsumer {
 
   private async takeJobs(run: (job: QueuedJob) => Promise<void>, concurrency: number): Promise<void> {
     let failures = 0;
+    // After a job arrives, the queue may hold more: take them without blocking, in groups, until
+    // a take comes back short; then block for the next one.
+    let mayHoldMore = false;
     while (!this.stopping) {
-      if (this.running.size >= concurrency) {
+      const free = concurrency - this.running.size;
+      if (free <= 0) {
         await new Promise<void>((resolve) => (this.slotFreed = resolve));
         continue;
       }
-      let element: string | null;
+      let elements: string[];
       try {
-        element = await this.options.blocking.blmove(this.names.wait, this.active, 'RIGHT', 'LEFT', TAKE_BLOCK_SECONDS);
+        if (mayHoldMore) {
+          const wanted = Math.min(free, TAKE_BATCH);
+          elements = (await runLuaScript(this.options.commands, TAKE, [this.names.wait, this.active], [wanted])) as string[];
+          mayHoldMore = elements.length === wanted;
+        } else {
+          const element = await this.options.blocking.blmove(this.names.wait, this.active, 'RIGHT', 'LEFT', TAKE_BLOCK_SECONDS);
+          elements = element === null ? [] : [element];
+          mayHoldMore = element !== null;
+        }
         failures = 0;
       } catch (error) {
         if (this.stopping) return;
+        mayHoldMore = false;
         this.options.logger?.warn({ err: (error as Error).message }, 'could not take a job; retrying');
         await new Promise((resolve) => setTimeout(resolve, reconnectDelay(++failures)));
         continue;
       }
-      // A job taken as shutdown began stays in the active list, and shutDown hands it back.
-      if (element === null || this.stopping) continue;
-      this.runElement(element, run);
+      // Jobs taken as shutdown began stay in the active list, and shutDown hands them back.
+      if (this.stopping) continue;
+      for (const element of elements) this.runElement(element, run);
     }
   }
 
