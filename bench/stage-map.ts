@@ -52,8 +52,8 @@ export const stageScope: Record<string, string> = {
   authentication: 'authenticate.ts, key-directory.ts, shared/keys',
   admission: 'admission.ts, output-clamp, project-admission, counters admit and revocation checks (memory or Redis)',
   tokenizer: 'token-counter.ts, gpt-tokenizer',
-  enqueue: 'job-registration (job fields, register, enqueue), transport enqueue, BullMQ Queue.add on the ingress',
-  'queue hop': 'embedded: in-process transport run/pump; scaled: BullMQ Worker and redis-worker-transport process (cancelled/claim check)',
+  enqueue: 'job-registration (job fields, register, enqueue), transport enqueue, the queue producer (BullMQ Queue.add or the lists LPUSH) on the ingress',
+  'queue hop': 'embedded: in-process transport run/pump; scaled: the queue consumer (BullMQ Worker, or the lists queue: takes, removals, heartbeat, sweep) and redis-worker-transport process (cancelled/claim check)',
   'provider client': 'provider-client.ts, undici, the upstream body\'s Readable async iterator; embedded: Node socket internals (all its sockets are undici\'s)',
   'stream decoding': 'sse-decoder.ts, stream-relay.ts read loop and delta batching',
   translation: 'surfaces\' *-to-internal, shared/providers adapters (request build, response parse, stream translators), shared/internal',
@@ -150,6 +150,9 @@ export const stageRules: StageRule[] = [
   { stage: 'event delivery', file: mod('ioredis'), fn: /^(handleSubscriberReply|returnPush)$/, roles: ['ingress'] },
   { stage: 'enqueue', file: mod('bullmq'), roles: ['ingress'] },
   { stage: 'queue hop', file: mod('bullmq'), roles: ['worker', 'embedded'] },
+  // The queue under the Redis transport (SWITCHBOARD_QUEUE): producer on the ingress, consumer on the worker.
+  { stage: 'enqueue', file: src('shared/transport/(bullmq|list)-job-queue\\.ts'), roles: ['ingress'] },
+  { stage: 'queue hop', file: src('shared/transport/(bullmq|list)-job-queue\\.ts'), roles: ['worker', 'embedded'] },
 
   // The worker's side of a job.
   { stage: 'event publish', file: src('workers/stream-relay\\.ts'), fn: /^(jobStreamSink|publish|commit|started)$/ },
