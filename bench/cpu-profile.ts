@@ -5,7 +5,9 @@ import { transformSync } from 'esbuild';
 // A `node --cpu-prof` profile: its shape, the samples of a load window, and the names of the
 // functions tsx leaves anonymous. tsx compiles with esbuild's keepNames, which wraps every named
 // arrow and function expression in `__name(fn, "name")`, so V8 (and the profile) sees them as
-// anonymous; the same transform, run here, finds each one's name from its column.
+// anonymous; the same transform, run here, finds each one's name from its column. esbuild is not
+// a dependency of ours: it comes with tsx (a runtime dependency), the compiler whose output this
+// has to match, so it is always the version tsx uses.
 
 export interface ProfileNode {
   id: number;

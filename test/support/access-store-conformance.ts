@@ -7,6 +7,9 @@ import type { Store } from '../../src/shared/store/store.js';
 // run against every store there. `open` gives a store on a new, empty database; `raw` runs SQL
 // on that database directly.
 
+/** Lists are oldest first, and records made in the same millisecond are in id order. */
+const byAge = (a: { createdAt: string; id: string }, b: { createdAt: string; id: string }) => (a.createdAt === b.createdAt ? (a.id < b.id ? -1 : 1) : a.createdAt < b.createdAt ? -1 : 1);
+
 export function accessStoreConformance(fresh: () => Promise<{ store: Store; raw: (sql: string) => Promise<void> }>): void {
   describe('users, admin tokens and the audit log (migration 8)', () => {
     it('creates, reads, lists and patches users; emails are unique among users not removed', async () => {
@@ -19,7 +22,8 @@ export function accessStoreConformance(fresh: () => Promise<{ store: Store; raw:
       await expect(store.createUser({ email: 'ANA@example.com', role: 'admin' })).rejects.toBeInstanceOf(UserExistsError);
       expect(await store.getUser(a.id)).toEqual(a);
       expect(await store.getUser('usr_missing')).toBeNull();
-      expect(await store.listUsers()).toEqual([a, b]);
+      // Oldest first; two users made in the same millisecond are in id order.
+      expect(await store.listUsers()).toEqual([a, b].sort(byAge));
       const patched = await store.updateUser(a.id, { role: 'admin', projects: [] });
       expect(patched).toEqual({ ...a, role: 'admin', projects: [] });
       expect(await store.updateUser(a.id, {})).toEqual(patched);
@@ -96,7 +100,6 @@ export function accessStoreConformance(fresh: () => Promise<{ store: Store; raw:
       expect(await store.findAdminTokenBySecretHash(hashAdminToken(secret))).toEqual(record);
       expect(await store.findAdminTokenBySecretHash(hashAdminToken('sbat_wrong'))).toBeNull();
       // Oldest first; two tokens made in the same millisecond are in id order.
-      const byAge = (a: { createdAt: string; id: string }, b: { createdAt: string; id: string }) => (a.createdAt === b.createdAt ? (a.id < b.id ? -1 : 1) : a.createdAt < b.createdAt ? -1 : 1);
       expect(await store.listAdminTokens()).toEqual([record, second.record].sort(byAge));
       expect(await store.listAdminTokens(user.id)).toEqual([record]);
       const revoked = await store.revokeAdminToken(record.id);
