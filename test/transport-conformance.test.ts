@@ -6,6 +6,7 @@ import type { CompletionJob, JobEvent } from '../src/shared/job.js';
 import { Queue } from 'bullmq';
 import type { QueueKind } from '../src/shared/transport/job-queue.js';
 import { ListQueueNames } from '../src/shared/transport/list-job-queue.js';
+import { removeRedisPrefix } from './support/service-cleanup.js';
 import { InProcessTransport } from '../src/shared/transport/in-process-transport.js';
 import { RedisNames } from '../src/shared/transport/redis-connections.js';
 import { RedisIngressTransport, RedisWorkerTransport } from '../src/shared/transport/redis-transport.js';
@@ -342,17 +343,8 @@ if (REDIS_URL) {
     });
   }
 
-  afterAll(async () => {
-    // Everything this run wrote lives under its prefix.
-    const redis = new Redis(REDIS_URL);
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${runPrefix}*`, 'COUNT', 1000);
-      cursor = next;
-      if (keys.length > 0) await redis.del(...keys);
-    } while (cursor !== '0');
-    await redis.quit();
-  });
+  // Everything this run wrote lives under its prefix.
+  afterAll(() => removeRedisPrefix(REDIS_URL, runPrefix));
 } else {
   console.warn('transport conformance: REDIS_URL is not set, so the Redis transport is NOT tested (set REDIS_URL=redis://127.0.0.1:6379 to run it)');
   describe.skip('transport conformance: redis (REDIS_URL not set)', () => {

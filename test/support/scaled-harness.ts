@@ -4,11 +4,10 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Redis } from 'ioredis';
-import pg from 'pg';
 import { inject } from 'vitest';
 import { registerDeploymentStarter, testEnvironment, type HarnessOptions, type TestDeployment } from './gateway-harness.js';
 import { testCatalogYaml } from './test-catalog.js';
+import { dropSchema, removeRedisPrefix } from './service-cleanup.js';
 
 // The scaled-out deployment as real processes: two ingress (`web`) and two worker processes, each
 // started as the Procfile would (`node --import tsx src/.../x-main.ts`), sharing Redis and
@@ -118,29 +117,7 @@ export async function stopProcess(managed: ManagedProcess, signal: NodeJS.Signal
   return code;
 }
 
-export async function removeRedisPrefix(redisUrl: string, prefix: string): Promise<void> {
-  const redis = new Redis(redisUrl);
-  try {
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-      cursor = next;
-      if (keys.length > 0) await redis.del(...keys);
-    } while (cursor !== '0');
-  } finally {
-    await redis.quit();
-  }
-}
-
-export async function dropSchema(databaseUrl: string, schema: string): Promise<void> {
-  const client = new pg.Client({ connectionString: databaseUrl });
-  await client.connect();
-  try {
-    await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-  } finally {
-    await client.end();
-  }
-}
+export { dropSchema, removeRedisPrefix } from './service-cleanup.js';
 
 export async function startScaledDeployment(options: ScaledOptions): Promise<ScaledDeployment> {
   if (!REDIS_URL || !DATABASE_URL) throw new Error(scaledOutSkipNotice);
