@@ -1,9 +1,10 @@
 // Keys: the table (search, status filter, sort), create, edit, rotate and revoke.
-import { useCallback, useEffect, useState } from '../vendor/hooks.js';
+import { useState } from '../vendor/hooks.js';
 import { api } from './api.js';
 import { ago, count, date, periodNames, periodStart, shortCount, usd } from './format.js';
 import { html } from './html.js';
 import { KeyFormDialog, RevokeDialog, SecretDialog } from './key-dialogs.js';
+import { useLoader } from './loader.js';
 import { EmptyState, SortHeader, sortRows, TableWrap } from './ui.js';
 
 /** Spend in each key's current budget period (all time for keys without a period). */
@@ -44,28 +45,17 @@ export function keyPermissions(me) {
 
 export function KeysPage({ notify, me }) {
   const allowed = keyPermissions(me);
-  const [keys, setKeys] = useState(null);
-  const [spentOf, setSpentOf] = useState(() => (key) => key.spent_usd);
-  const [error, setError] = useState('');
   const [search, setSearch] = useState('');
   const [status, setStatus] = useState('active');
   const [sort, setSort] = useState({ field: 'created_at', direction: 'desc' });
   const [dialog, setDialog] = useState(null);
 
-  const load = useCallback(async () => {
-    try {
-      const { data } = await api('/keys');
-      const spent = await periodSpend(data);
-      setKeys(data);
-      setSpentOf(() => spent);
-      setError('');
-    } catch (failure) {
-      setError(failure.message);
-    }
-  }, []);
-  useEffect(() => {
-    load();
-  }, [load]);
+  const { data, error, reload: load } = useLoader(async () => {
+    const { data: keyList } = await api('/keys');
+    return { keys: keyList, spentOf: await periodSpend(keyList) };
+  });
+  const keys = data?.keys ?? null;
+  const spentOf = data?.spentOf ?? ((key) => key.spent_usd);
 
   const close = () => setDialog(null);
   async function create(fields) {

@@ -1,9 +1,10 @@
 // Projects: keys grouped under a shared budget, period, rate limits and budget alerts.
-import { useCallback, useEffect, useState } from '../vendor/hooks.js';
+import { useState } from '../vendor/hooks.js';
 import { api } from './api.js';
 import { count, usd } from './format.js';
 import { html } from './html.js';
 import { alertLines, parseAlerts } from './key-dialogs.js';
+import { useLoader } from './loader.js';
 import { Dialog, EmptyState, TableWrap } from './ui.js';
 
 const blank = { name: '', budget_usd: '', budget_period: 'monthly', rpm: '', tpm: '', alerts: '' };
@@ -64,20 +65,8 @@ function ProjectDialog({ existing, onSubmit, onClose }) {
 
 export function ProjectsPage({ notify, me }) {
   const admin = me.role === 'admin';
-  const [projects, setProjects] = useState(null);
-  const [error, setError] = useState('');
   const [dialog, setDialog] = useState(null);
-
-  const load = useCallback(async () => {
-    try {
-      setProjects((await api('/projects')).data);
-    } catch (failure) {
-      setError(failure.message);
-    }
-  }, []);
-  useEffect(() => {
-    load();
-  }, [load]);
+  const { data: projects, error, reload: load } = useLoader(async () => (await api('/projects')).data);
 
   const close = () => setDialog(null);
   const save = async (fields) => {

@@ -1,10 +1,11 @@
 // Users (admins change them, viewers read them): who may use the dashboard and the admin API, with which role and projects.
 // Removing a user ends their dashboard sessions on every ingress at once and revokes their admin tokens.
-import { useCallback, useEffect, useState } from '../vendor/hooks.js';
+import { useState } from '../vendor/hooks.js';
 import { AdminTokensDialog } from './admin-tokens.js';
 import { api } from './api.js';
 import { date } from './format.js';
 import { html } from './html.js';
+import { useLoader } from './loader.js';
 import { Dialog, EmptyState, TableWrap } from './ui.js';
 
 export const roleNames = { admin: 'Admin', member: 'Member', viewer: 'Viewer' };
@@ -78,25 +79,14 @@ function RemoveDialog({ user, onConfirm, onClose }) {
 
 export function UsersPage({ notify, me }) {
   const admin = me.role === 'admin';
-  const [users, setUsers] = useState(null);
-  const [projects, setProjects] = useState([]);
-  const [error, setError] = useState('');
   const [showRemoved, setShowRemoved] = useState(false);
   const [dialog, setDialog] = useState(null);
-
-  const load = useCallback(async () => {
-    try {
-      const [userList, projectList] = await Promise.all([api('/users'), api('/projects')]);
-      setUsers(userList.data);
-      setProjects(projectList.data);
-      setError('');
-    } catch (failure) {
-      setError(failure.message);
-    }
-  }, []);
-  useEffect(() => {
-    load();
-  }, [load]);
+  const { data, error, reload: load } = useLoader(async () => {
+    const [userList, projectList] = await Promise.all([api('/users'), api('/projects')]);
+    return { users: userList.data, projects: projectList.data };
+  });
+  const users = data?.users ?? null;
+  const projects = data?.projects ?? [];
 
   const close = () => setDialog(null);
   async function save(fields) {

@@ -150,8 +150,9 @@ export class ListJobConsumer implements JobConsumer {
 
   private async takeJobs(run: (job: QueuedJob) => Promise<void>, concurrency: number): Promise<void> {
     let failures = 0;
-    // After a job arrives, the queue may hold more: take them without blocking, in groups, until
-    // a take comes back short; then block for the next one.
+    // A job arriving while others run means the queue may hold more: take them without blocking,
+    // in groups, until a take comes back short; then block for the next one. A job arriving at an
+    // idle worker is taken alone, so that light traffic costs no take that finds nothing.
     let mayHoldMore = false;
     while (!this.stopping) {
       const free = concurrency - this.running.size;
@@ -168,7 +169,7 @@ export class ListJobConsumer implements JobConsumer {
         } else {
           const element = await this.options.blocking.blmove(this.names.wait, this.active, 'RIGHT', 'LEFT', TAKE_BLOCK_SECONDS);
           elements = element === null ? [] : [element];
-          mayHoldMore = element !== null;
+          mayHoldMore = element !== null && this.running.size > 0;
         }
         failures = 0;
       } catch (error) {
