@@ -1,19 +1,17 @@
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startOpenAiProviderDouble, type OpenAiProviderDouble } from './doubles/openai-provider-double.js';
 import { adminRequest, chat, hello } from './support/api-client.js';
+import { chromiumPath, haveChromium, launchChromium, openPerson } from './support/chromium.js';
 import { startDeployment, type TestDeployment } from './support/gateway-harness.js';
 import { testPrices } from './support/test-catalog.js';
 
 // The dashboard driven in real Chromium (Debian's `chromium` package) against the embedded
 // gateway and the provider double. It saves a screenshot of each page to docs/screenshots.
 
-const chromiumPath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const haveChromium = existsSync(chromiumPath);
 const screenshots = fileURLToPath(new URL('../docs/screenshots/', import.meta.url));
 const adminToken = 'sb-admin-test-token-5f9c2e7a1d3b';
 
@@ -42,26 +40,16 @@ function hintOf(key: string): string {
 describe.runIf(haveChromium)('dashboard in Chromium', () => {
   let double: OpenAiProviderDouble;
   let deployment: TestDeployment;
-  let browser: BrowserContext;
+  let browser: Browser;
+  let context: BrowserContext;
   let page: Page;
-  let profile: string;
-  const problems: string[] = [];
+  let problems: string[];
 
   beforeAll(async () => {
     double = await startOpenAiProviderDouble({ apiKey: 'upstream-secret-key' });
     deployment = await startDeployment('embedded', { openAiUrl: double.url });
-    profile = mkdtempSync(join(tmpdir(), 'switchboard-chromium-'));
-    browser = await chromium.launchPersistentContext(profile, {
-      executablePath: chromiumPath,
-      headless: true,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
-      viewport: { width: 1280, height: 800 },
-    });
-    page = browser.pages()[0] ?? (await browser.newPage());
-    page.on('console', (message) => {
-      if (message.type() === 'error') problems.push(message.text());
-    });
-    page.on('pageerror', (error) => problems.push(error.message));
+    browser = await launchChromium();
+    ({ context, page, problems } = await openPerson(browser));
     mkdirSync(screenshots, { recursive: true });
   }, 60_000);
 
@@ -69,7 +57,6 @@ describe.runIf(haveChromium)('dashboard in Chromium', () => {
     await browser?.close();
     await deployment?.close();
     await double?.close();
-    if (profile) rmSync(profile, { recursive: true, force: true });
   }, 30_000);
 
   const shoot = (name: string) => page.screenshot({ path: join(screenshots, name), fullPage: true });
@@ -93,7 +80,7 @@ describe.runIf(haveChromium)('dashboard in Chromium', () => {
     await heading('API keys');
     await page.getByRole('heading', { name: 'No keys yet' }).waitFor();
     expect(page.url()).not.toContain(adminToken);
-    const [cookie] = await browser.cookies(dashboard);
+    const [cookie] = await context.cookies(dashboard);
     expect(cookie).toMatchObject({ name: 'sb_dashboard', httpOnly: true, sameSite: 'Strict', path: '/dashboard' });
     expect(cookie!.value).not.toContain(adminToken);
     expect(await page.evaluate(() => JSON.stringify({ ...localStorage }) + JSON.stringify({ ...sessionStorage }) + document.cookie)).not.toContain(adminToken);
@@ -245,14 +232,14 @@ describe.runIf(haveChromium)('dashboard in Chromium', () => {
     await page.getByText('You are signed out.').waitFor();
     const afterSignOut = await fetch(`${deployment.url()}/dashboard/api/keys`, { headers: { cookie: `sb_dashboard=${cookie!.value}` } });
     expect(afterSignOut.status).toBe(401);
-    expect(await browser.cookies(dashboard)).toEqual([]);
+    expect(await context.cookies(dashboard)).toEqual([]);
 
     expect((await adminRequest(deployment, 'GET', '/admin/v1/keys')).body.data.map((key: { name: string }) => key.name)).not.toContain('forged');
     expect(problems.filter((text) => !text.includes('401') && !text.includes('403'))).toEqual([]);
   }, 60_000);
 
   it('refuses a cross-site form post, even one a signed-in operator is tricked into sending', async () => {
-    await browser.clearCookies();
+    await context.clearCookies();
     await page.goto(`${deployment.url()}/dashboard/`);
     await page.getByLabel('Admin token').fill(adminToken);
     await page.getByRole('button', { name: 'Sign in' }).click();

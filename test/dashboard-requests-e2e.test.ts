@@ -1,44 +1,32 @@
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startOpenAiProviderDouble, type OpenAiProviderDouble } from './doubles/openai-provider-double.js';
 import { adminRequest, chat, createKey } from './support/api-client.js';
+import { haveChromium, launchChromium, openPerson } from './support/chromium.js';
 import { startDeployment, type TestDeployment } from './support/gateway-harness.js';
 
 // The dashboard's request page in real Chromium: from Usage's recent requests to one request's
 // attempts (deployment, outcome, latency), tokens, cost and logged bodies; the Attempts column
 // counts attempts (a failed primary is not a fallback). Screenshots go to docs/screenshots.
 
-const chromiumPath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const screenshots = fileURLToPath(new URL('../docs/screenshots/', import.meta.url));
 const adminToken = 'sb-admin-test-token-5f9c2e7a1d3b';
 
-describe.runIf(existsSync(chromiumPath))('dashboard request page in Chromium', () => {
+describe.runIf(haveChromium)('dashboard request page in Chromium', () => {
   let double: OpenAiProviderDouble;
   let deployment: TestDeployment;
-  let browser: BrowserContext;
+  let browser: Browser;
   let page: Page;
-  let profile: string;
-  const problems: string[] = [];
+  let problems: string[];
 
   beforeAll(async () => {
     double = await startOpenAiProviderDouble({ apiKey: 'upstream-secret-key' });
     deployment = await startDeployment('embedded', { openAiUrl: double.url });
-    profile = mkdtempSync(join(tmpdir(), 'switchboard-chromium-'));
-    browser = await chromium.launchPersistentContext(profile, {
-      executablePath: chromiumPath,
-      headless: true,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
-      viewport: { width: 1280, height: 800 },
-    });
-    page = browser.pages()[0] ?? (await browser.newPage());
-    page.on('console', (message) => {
-      if (message.type() === 'error' && !message.text().includes('404')) problems.push(message.text());
-    });
-    page.on('pageerror', (error) => problems.push(error.message));
+    browser = await launchChromium();
+    ({ page, problems } = await openPerson(browser, (text) => text.includes('404')));
     mkdirSync(screenshots, { recursive: true });
   }, 60_000);
 
@@ -46,7 +34,6 @@ describe.runIf(existsSync(chromiumPath))('dashboard request page in Chromium', (
     await browser?.close();
     await deployment?.close();
     await double?.close();
-    if (profile) rmSync(profile, { recursive: true, force: true });
   }, 30_000);
 
   it('opens a request from Usage and shows its attempts, figures and logged bodies', async () => {

@@ -1,35 +1,10 @@
-import { existsSync } from 'node:fs';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import type { TestUser } from './oidc-provider.js';
 
-// Chromium for the single sign-on tests: one browser, a fresh context (its own cookies, so its own
-// sessions at the gateway and at the identity provider) per person, and the steps a person takes
-// through the provider's sign-in and consent forms.
+// The steps a person takes in Chromium through the identity provider's sign-in and consent forms,
+// for the single sign-on tests (the browser itself: chromium.ts).
 
-export const chromiumPath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-export const haveChromium = existsSync(chromiumPath);
-
-export function launchChromium(): Promise<Browser> {
-  return chromium.launch({ executablePath: chromiumPath, headless: true, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
-}
-
-export interface Person {
-  context: BrowserContext;
-  page: Page;
-  /** Console errors and page errors seen so far. */
-  problems: string[];
-}
-
-export async function openPerson(browser: Browser): Promise<Person> {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
-  const page = await context.newPage();
-  const problems: string[] = [];
-  page.on('console', (message) => {
-    if (message.type() === 'error') problems.push(message.text());
-  });
-  page.on('pageerror', (error) => problems.push(error.message));
-  return { context, page, problems };
-}
+export { chromiumPath, haveChromium, launchChromium, openPerson, type Person } from './chromium.js';
 
 /**
  * From the dashboard's sign-in page through the provider's forms and back. Ends on the dashboard
