@@ -28,16 +28,8 @@ if (!scaledOutAvailable) {
         expect(['queued', 'in_progress']).not.toContain(response.status);
         return response;
       }, 20_000);
-    const holderOf = (requestIndex: number): ManagedProcess => {
-      const tag = double.requests[requestIndex]!.headers['x-test-worker'];
-      const holder = deployment.workers.find((worker) => worker.tag === tag);
-      if (!holder) throw new Error(`no worker tagged ${tag}`);
-      return holder;
-    };
-    const replaceWorker = async (gone: ManagedProcess) => {
-      deployment.workers.splice(deployment.workers.indexOf(gone), 1);
-      await deployment.spawnProcess('worker');
-    };
+    const holderOf = (requestIndex: number) => deployment.workerThatSent(double.requests[requestIndex]!.headers);
+    const replaceWorker = (gone: ManagedProcess) => deployment.replaceWorker(gone);
 
     beforeAll(async () => {
       double = await startOpenAiProviderDouble({ apiKey: 'upstream-secret-key' });

@@ -54,6 +54,10 @@ export interface ScaledDeployment extends TestDeployment {
   workers: ManagedProcess[];
   /** Starts one more process of the deployment (e.g. a worker to replace a killed one). */
   spawnProcess(role: 'ingress' | 'worker', extraEnvironment?: Record<string, string>): Promise<ManagedProcess>;
+  /** With `tagWorkers`: the worker whose upstream call carried these headers (the double's record of it). */
+  workerThatSent(headers: Record<string, string>): ManagedProcess;
+  /** Takes a stopped worker out of the deployment and starts another in its place. */
+  replaceWorker(gone: ManagedProcess): Promise<ManagedProcess>;
 }
 
 export interface ScaledOptions extends HarnessOptions {
@@ -188,6 +192,16 @@ export async function startScaledDeployment(options: ScaledOptions): Promise<Sca
     ingresses,
     workers,
     spawnProcess,
+    workerThatSent(headers) {
+      const tag = headers['x-test-worker'];
+      const holder = workers.find((worker) => worker.tag === tag);
+      if (!holder) throw new Error(`no worker tagged ${tag}`);
+      return holder;
+    },
+    async replaceWorker(gone) {
+      workers.splice(workers.indexOf(gone), 1);
+      return spawnProcess('worker');
+    },
     async close() {
       // Ingresses drain first (their streams need the workers), then the workers finish.
       await Promise.all(ingresses.map((managed) => stopProcess(managed)));
