@@ -19,11 +19,11 @@ import type { IngressTransport, WorkerTransport } from './transport/transport.js
 import { queueKinds, type QueueKind } from './transport/job-queue.js';
 
 // Picks the parts behind each interface: PostgreSQL when DATABASE_URL is set, else the embedded
-// database file in the data folder; Redis counters and the BullMQ transport when REDIS_URL is set
+// database file in the data folder; Redis counters and the Redis transport when REDIS_URL is set
 // (the scaled-out processes, src/ingress/ingress-main.ts and src/workers/worker-main.ts).
 
 export interface ScaleOutSettings {
-  /** Prefix of every Redis key, channel and BullMQ queue (SWITCHBOARD_REDIS_PREFIX). */
+  /** Prefix of every Redis key, channel and queue (SWITCHBOARD_REDIS_PREFIX). */
   redisPrefix: string;
   /** The queue between ingress and workers (SWITCHBOARD_QUEUE): BullMQ, or lists of our own. */
   queue: QueueKind;
@@ -37,7 +37,10 @@ export interface ScaleOutSettings {
   queueWaitMs: number;
   /** Worker: heartbeat of a quiet running job (SWITCHBOARD_HEARTBEAT_MS). */
   heartbeatMs: number;
-  /** Worker: BullMQ job lock; a dead worker's job is re-queued once it lapses (SWITCHBOARD_JOB_LOCK_MS). */
+  /**
+   * Worker: how long a worker may be silent before its running jobs are re-queued (BullMQ's job
+   * lock, or the lists queue's alive key; SWITCHBOARD_JOB_LOCK_MS).
+   */
   jobLockMs: number;
   /** Worker: how often stalled jobs are looked for (SWITCHBOARD_STALLED_CHECK_MS). */
   stalledCheckMs: number;
@@ -162,8 +165,8 @@ export interface JoinedParts {
 
 /**
  * Without REDIS_URL: the in-process transport and memory counters. With it, this process is one
- * ingress and one worker of a scaled-out deployment (BullMQ + pub/sub, Redis counters), so it can
- * run beside `web` and `worker` processes, or as several copies behind a load balancer.
+ * ingress and one worker of a scaled-out deployment (the Redis queue + pub/sub, Redis counters), so
+ * it can run beside `web` and `worker` processes, or as several copies behind a load balancer.
  */
 export async function openJoinedParts(config: GatewayConfig, environment: NodeJS.ProcessEnv, store: Store, logger: Logger, onDropped: (job: QueuedJob) => Promise<void>): Promise<JoinedParts> {
   let keyListener: (publicId: string | undefined) => void = () => undefined;

@@ -125,7 +125,7 @@ const MIGRATIONS: { version: number; sql: string }[] = [
 ];
 
 // JSONB and BOOLEAN columns travel as their JavaScript values; nano-USD fit in a safe integer.
-const ENCODING: ColumnEncoding = {
+export const POSTGRES_ENCODING: ColumnEncoding = {
   nanos: (value) => value,
   flag: (value) => value,
   readFlag: (value) => value as boolean,
@@ -188,7 +188,7 @@ class PostgresStore implements Store {
       all: async (sql, params) => (await this.pool.query(numberPlaceholders(sql), params)).rows as Row[],
       run: async (sql, params) => (await this.pool.query(numberPlaceholders(sql), params)).rowCount ?? 0,
     };
-    Object.assign(this, governanceMethods(runner, ENCODING), accessMethods(runner));
+    Object.assign(this, governanceMethods(runner, POSTGRES_ENCODING), accessMethods(runner));
   }
 
   async migrate(): Promise<void> {
@@ -249,7 +249,7 @@ class PostgresStore implements Store {
   }
 
   private async recordMany(entries: LedgerEntry[]): Promise<void> {
-    await this.pool.query(batchedLedgerSql(entries.length), entries.flatMap((entry) => ledgerValues(entry, ENCODING)));
+    await this.pool.query(batchedLedgerSql(entries.length), entries.flatMap((entry) => ledgerValues(entry, POSTGRES_ENCODING)));
   }
 
   private async recordOne(entry: LedgerEntry): Promise<void> {
@@ -277,7 +277,7 @@ class PostgresStore implements Store {
          completion_tokens = d.completion_tokens + EXCLUDED.completion_tokens,
          cost_nanos = d.cost_nanos + EXCLUDED.cost_nanos,
          ${splitRollupAssignments('d.', 'EXCLUDED')}`,
-      ledgerValues(entry, ENCODING),
+      ledgerValues(entry, POSTGRES_ENCODING),
     );
   }
 
@@ -306,7 +306,7 @@ class PostgresStore implements Store {
   async listLedger(filter: UsageFilter & { limit?: number }): Promise<LedgerEntry[]> {
     const { sql, params } = ledgerPageSql(filter, ledgerLimit(filter.limit), DIALECT);
     const { rows } = await this.pool.query(sql, params);
-    return rows.map((row: Row) => rowToLedger(row, ENCODING));
+    return rows.map((row: Row) => rowToLedger(row, POSTGRES_ENCODING));
   }
 
   async endDashboardSession(id: string, expiresAt: string): Promise<void> {

@@ -15,8 +15,9 @@ export { RedisWorkerTransport, type RedisWorkerOptions } from './redis-worker-tr
 
 // The scaled-out transport, ingress side: jobs go into the queue (BullMQ, or lists of our own:
 // job-queue.ts); events come back on ONE pub/sub channel per ingress process (subscribed once,
-// before any job is enqueued), each message a batch of events that name their job. Same contract and conformance suite as the in-process
-// transport. Measurements behind these choices: docs/scale-out.md.
+// before any job is enqueued), each message a batch of events that name their job. Same contract
+// and conformance suite as the in-process transport. Measurements behind these choices:
+// docs/scale-out.md.
 
 export interface RedisIngressOptions {
   redisUrl: string;

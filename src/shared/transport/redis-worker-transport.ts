@@ -26,7 +26,7 @@ export interface RedisWorkerOptions {
   heartbeatMs?: number;
   /** How long a worker may be silent before its running jobs are re-queued (BullMQ: the job lock). */
   lockDurationMs?: number;
-  /** How often BullMQ looks for jobs whose lock lapsed (stalled). */
+  /** How often workers look for the jobs of stopped workers (BullMQ: jobs whose lock lapsed). */
   stalledIntervalMs?: number;
   /** How long the first-token claim of a job is remembered. */
   claimTtlMs?: number;
